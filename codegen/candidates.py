@@ -1,0 +1,114 @@
+"""Candidate forms of one derivative: equivalent rewrites, sigmoid forms and series.
+
+In: a SymPy derivative and the arg symbols. Out: a list of `(label, form)`
+pairs, each a way to compute the same function that TensorFlow might compute
+more accurately. Nothing here measures anything; `stabilize` measures every
+candidate and keeps the best. Rewrites are exact identities (checked in
+`stabilize` against the exact reference); series are approximations that
+`stabilize` only uses inside the interval where it measured them accurate.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from codegen.functions import sigmoid
+from codegen.rules import apply_rules
+
+SIMPLIFY_MAX_OPS = 150
+SERIES_TERMS = (3, 6, 10, 16)
+
+
+def _algebraic_variants(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
+    variants = [("sympy", expr), ("cancel", sp.cancel(expr)), ("factor", sp.factor(expr))]
+    if sp.count_ops(expr) <= SIMPLIFY_MAX_OPS:
+        variants.append(("simplify", sp.simplify(expr)))
+    exps = sorted(expr.atoms(sp.exp), key=sp.default_sort_key)
+    if exps:
+        collected = sp.collect(sp.expand(expr), exps, evaluate=False)
+        terms = [sp.factor(sp.cancel(coeff)) * key for key, coeff in collected.items()]
+        variants.append(("collect exp", sp.Add(*terms)))
+    return variants
+
+
+def _common_exponent(expr: sp.Expr) -> tuple[sp.Expr, dict] | None:
+    """u such that every exp(a) in expr is exp(u)**k for an integer k, with the map a -> k."""
+    exponents = sorted({e.args[0] for e in expr.atoms(sp.exp)}, key=sp.default_sort_key)
+    if not exponents:
+        return None
+    u = exponents[0]
+    ratios = {}
+    for a in exponents:
+        ratio = sp.cancel(a / u)
+        if not (ratio.is_Integer and ratio != 0):
+            return None
+        ratios[a] = int(ratio)
+    return u, ratios
+
+
+def sigmoid_forms(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
+    """Write a function rational in exp(u) as a rational function of sigmoid(u) and sigmoid(-u).
+
+    With s = sigmoid(u), exp(u) = s / (1 - s); factoring in s and naming 1 - s
+    sigmoid(-u) gives forms like sigmoid(u)*sigmoid(-u) that never overflow.
+    """
+    common = _common_exponent(expr)
+    if common is None:
+        return []
+    u, ratios = common
+    s = sp.Dummy("s")
+    substituted = expr.subs({sp.exp(a): (s / (1 - s)) ** k for a, k in ratios.items()})
+    if substituted.has(sp.exp) or not substituted.is_rational_function(s):
+        return []
+    factored = sp.factor(sp.cancel(sp.together(substituted)))
+    out = []
+    for label, form in (("sigmoid", factored.subs(s, sigmoid(u))),
+                        ("sigmoid(-u)", factored.subs(s, 1 - sigmoid(-u)))):
+        out.append((label, form))
+    return out
+
+
+def series_forms(expr: sp.Expr, arg: sp.Symbol, point: int = 0) -> list[tuple[str, sp.Expr]]:
+    """Taylor polynomials of `expr` about `point`, several degrees, for cancellation near it."""
+    out = []
+    try:
+        longest = sp.series(expr, arg, point, max(SERIES_TERMS)).removeO()
+    except Exception:  # noqa: BLE001 - SymPy raises many kinds for series it cannot do
+        return out
+    if longest.has(sp.log, sp.Order) or not longest.is_polynomial(arg):
+        return out
+    poly = sp.Poly(longest, arg)
+    for terms in SERIES_TERMS:
+        truncated = sum(
+            (coeff * arg**power for (power,), coeff in poly.terms() if power < terms), sp.S.Zero
+        )
+        if truncated != 0:
+            horner = sp.horner(truncated, arg) if truncated.free_symbols else truncated
+            out.append((f"series x<{terms}>", horner))
+    return out
+
+
+def candidates(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[str, sp.Expr]]:
+    """Every candidate form of `expr`, rules applied to each, duplicates removed, in a fixed order."""
+    raw: list[tuple[str, sp.Expr]] = []
+    for label, variant in _algebraic_variants(expr):
+        raw.append((label, variant))
+        raw += [(f"{label}+{name}", form) for name, form in sigmoid_forms(variant)]
+    seen: set[str] = set()
+    out: list[tuple[str, sp.Expr]] = []
+    for label, form in raw:
+        for name, version in ((label, form), *_rules_version(label, form)):
+            key = sp.srepr(version)
+            if key not in seen:
+                seen.add(key)
+                out.append((name, version))
+    if len(args) == 1:
+        out += series_forms(expr, args[0])
+    return out
+
+
+def _rules_version(label: str, form: sp.Expr) -> list[tuple[str, sp.Expr]]:
+    rewritten, used = apply_rules(form)
+    if not used:
+        return []
+    return [(f"{label}+rules({','.join(used)})", rewritten)]

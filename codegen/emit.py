@@ -1,0 +1,284 @@
+"""Stage 4: StableForms -> the source text of a generated TensorFlow module.
+
+In: `StableForms`. Out: a string, the module's source (and `render_init` for
+the package's `__init__.py`). Every name and line is computed here and handed
+to logic-free Jinja2 templates rendered with `StrictUndefined`.
+
+The module's shape (see DESIGN.md, "The generated module"): a public op that
+converts inputs and casts float16/bfloat16 (and float32, where measured
+necessary) to the compute dtype; one `tf.custom_gradient` function whose
+value is computed from `tf.stop_gradient` of the inputs (so forward mode
+cannot differentiate the ops inside) and whose gradient is a truncated Taylor
+jet `sum_a t**a / a! * f_(i+a)` in `t = x - stop_gradient(x)` (zero, carrying
+derivative one), with every stable form computed once from the stopped
+inputs. That structure survives eager, `tf.function`, XLA, TF1 graphs,
+forward-over-reverse and SavedModel alike; nested custom gradients do not
+survive SavedModel. The last form is evaluated at `x0 + t/order`, so autodiff
+one order beyond differentiates it exactly once.
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+
+import sympy as sp
+
+from codegen import __version__, accuracy, names
+from codegen.derive import multi_indices
+from codegen.lower import Program, Regimes, lower_each
+from codegen.stabilize import Choice, StableForms
+from codegen.templates_env import render
+
+PRIME = {1: "f'", 2: "f''", 3: "f'''", 4: "f''''"}
+
+
+def describe_form(form) -> str:
+    if isinstance(form, Regimes):
+        lows = ("-inf", *map(repr, form.bounds))
+        highs = (*map(repr, form.bounds), "inf")
+        pieces = [f"[{lo}, {hi}): {sp.sstr(f)}" for lo, hi, f in zip(lows, highs, form.forms)]
+        return "; ".join(pieces)
+    return sp.sstr(form)
+
+
+def _figures_text(choice: Choice) -> str:
+    parts = []
+    for dtype, fig in zip(accuracy.DTYPES, choice.chosen.figures):
+        parts.append(f"{dtype} mean {fig.mean_bits:.2f} / p99 {fig.p99_bits:.1f} bits")
+    suffix = " (float32 computed in float64)" if choice.promote_float32 else ""
+    return "measured " + ", ".join(parts) + suffix
+
+
+def partial_label(args: tuple[str, ...], index: tuple[int, ...]) -> str:
+    order = sum(index)
+    if len(args) == 1:
+        return PRIME.get(order, f"f^({order})") if order else "f"
+    return "f" if not order else "f_" + "".join(a for a, n in zip(args, index) for _ in range(n))
+
+
+def _wrap(text: str, indent: str) -> list[str]:
+    return textwrap.wrap(text, 96 - len(indent), break_long_words=True, break_on_hyphens=False,
+                         initial_indent="", subsequent_indent="    ") or [""]
+
+
+def _choice_doc(args, choice: Choice, indent: str) -> list[str]:
+    label = partial_label(args, choice.index)
+    lines = _wrap(f"{label} = {sp.sstr(choice.exact)}", indent)
+    lines += _wrap(f"form ({choice.chosen.label}): {describe_form(choice.chosen.form)}", indent)
+    lines += _wrap(_figures_text(choice), indent)
+    return lines
+
+
+def _docstring(summary: str, body: list[str], indent: str = "    ") -> str:
+    if not body:
+        return summary
+    return summary + "\n\n" + "\n".join(indent + line if line else "" for line in body) + "\n" + indent
+
+
+def _program_lines(program: Program, outputs: list[str], zeros_like: str) -> list[str]:
+    """Assignment lines for `program`, with output temporaries renamed to `outputs`."""
+    rename: dict[str, str] = {}
+    lines: list[str] = []
+    for out, wanted in zip(program.outputs, outputs):
+        if isinstance(out, str) and out.startswith(tuple(names.TEMP_PREFIXES)) and out not in rename:
+            rename[out] = wanted
+    for step in program.steps:
+        target = rename.get(step.target, step.target)
+        lines.append(f"{target} = {_tf_expr(step.op, step.operands, rename)}")
+    for out, wanted in zip(program.outputs, outputs):
+        if isinstance(out, float):
+            lines.append(f"{wanted} = tf.zeros_like({zeros_like}) + {out!r}")
+        elif rename.get(out) != wanted:
+            lines.append(f"{wanted} = {rename.get(out, out)}")
+    return lines
+
+
+def _operand(value, rename) -> str:
+    if isinstance(value, float):
+        return repr(value)
+    return rename.get(value, value)
+
+
+def _tf_expr(op: str, operands, rename) -> str:
+    from codegen.functions import FUNCTIONS
+
+    a = [_operand(v, rename) for v in operands]
+    binary = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+    if op in binary:
+        return f"{a[0]} {binary[op]} {a[1]}"
+    if op == "neg":
+        return f"-{a[0]}"
+    if op in ("square", "sqrt", "rsqrt", "maximum", "minimum", "pow"):
+        return f"tf.math.{op}({', '.join(a)})"
+    if op == "clip":
+        lo, hi = operands[1], operands[2]
+        if math.isinf(lo):
+            return f"tf.math.minimum({a[0]}, {a[2]})"
+        if math.isinf(hi):
+            return f"tf.math.maximum({a[0]}, {a[1]})"
+        return f"tf.clip_by_value({a[0]}, {a[1]}, {a[2]})"
+    if op == "where_less":
+        return f"tf.where({a[0]} < {a[1]}, {a[2]}, {a[3]})"
+    return f"{FUNCTIONS[op].tf_name}({a[0]})"
+
+
+def _monomial(args, alpha) -> str:
+    """t^alpha / alpha! as code, e.g. `t_x * t_x / 2.0`."""
+    factors = [names.tangent(a) for a, n in zip(args, alpha) for _ in range(n)]
+    text = " * ".join(factors)
+    denom = math.prod(math.factorial(n) for n in alpha)
+    return f"{text} / {float(denom)!r}" if denom > 1 else text
+
+
+def _grad_lines(args: tuple[str, ...], order: int) -> list[str]:
+    lines = []
+    for i, arg in enumerate(args):
+        terms = []
+        for k in range(order):
+            for alpha in multi_indices(len(args), k):
+                index = tuple(n + (j == i) for j, n in enumerate(alpha))
+                d = names.partial(args, index)
+                terms.append(d if k == 0 else
+                             f"tf.math.multiply_no_nan({d}, {_monomial(args, alpha)})")
+        target = names.grad_local(arg)
+        if len(terms) == 1:
+            lines.append(f"{target} = {terms[0]}")
+        else:
+            lines += [f"{target} = (", f"    {terms[0]}", *[f"    + {t}" for t in terms[1:]], ")"]
+    return lines
+
+
+def _backward(forms: StableForms) -> list[str]:
+    spec = forms.spec
+    args, order = spec.args, spec.order
+    lines = [f"{names.stopped(a)} = tf.stop_gradient({a})" for a in args]
+    lines += [f"{names.tangent(a)} = {a} - {names.stopped(a)}" for a in args]
+    lines += [f"{names.shifted(a)} = {names.stopped(a)} + {names.tangent(a)} / {float(order)!r}"
+              for a in args]
+    partials = [c.index for c in forms.choices if sum(c.index) > 0]
+    outs = ", ".join(names.partial(args, idx) for idx in partials)
+    lines.append(f"{outs}{',' if len(partials) == 1 else ''} = {_jet_call(spec)}")
+    lines += _grad_lines(args, order)
+    if len(args) == 1:
+        grads = [f"dy * {names.grad_local(args[0])}"]
+    else:
+        grads = [f"_sum_to(dy * {names.grad_local(a)}, {a})" for a in args]
+    grads += ["None"] * len(spec.params)
+    lines.append("return " + ", ".join(grads))
+    return lines
+
+
+def _jet_call(spec) -> str:
+    operands = [names.stopped(a) for a in spec.args] + [names.shifted(a) for a in spec.args]
+    return f"_{spec.name}_jet({', '.join(operands + [p for p, _ in spec.params])})"
+
+
+def _jet_body(forms: StableForms, prefix: str) -> list[str]:
+    spec = forms.spec
+    syms = spec.arg_symbols
+    params = {s: s.name for s in spec.param_symbols}
+    at_stopped = {**params, **{s: names.stopped(s.name) for s in syms}}
+    at_last = {**params, **{s: names.shifted(s.name) for s in syms}}
+    choices = [c for c in forms.choices if sum(c.index) > 0]
+    pairs = [(c.chosen.form, at_last if sum(c.index) == spec.order else at_stopped)
+             for c in choices]
+    program = lower_each(pairs, prefix)
+    outputs = [names.partial(spec.args, c.index) for c in choices]
+    lines = _program_lines(program, outputs, names.stopped(spec.args[0]))
+    return lines + [f"return {', '.join(outputs)}"]
+
+
+def _value_body(forms: StableForms, prefix: str) -> list[str]:
+    spec = forms.spec
+    env = {s: s.name for s in (*spec.arg_symbols, *spec.param_symbols)}
+    value = forms.choices[0].chosen.form
+    program = lower_each([(value, env)], prefix)
+    lines = _program_lines(program, ["y"], spec.args[0])
+    if not set(spec.arg_symbols) <= _symbols_of(value):
+        lines.append(f"y = y + tf.zeros_like({' + '.join(spec.args)})")
+    return lines + ["return y"]
+
+
+def _symbols_of(form) -> set:
+    if isinstance(form, Regimes):
+        return {form.arg}.union(*(f.free_symbols for f in form.forms))
+    return form.free_symbols
+
+
+def _public_doc(forms: StableForms) -> str:
+    spec = forms.spec
+    body = _wrap(spec.doc, "    ")
+    body += ["", "Args:"]
+    body += [f"    {a}: float tensor, NumPy array or Python number (inputs broadcast)."
+             for a in spec.args]
+    body += [f"    {p}: float parameter, no gradient (default {v!r})." for p, v in spec.params]
+    body += ["", "Returns:", "    A tensor of the inputs' dtype. float16 and bfloat16 are computed in",
+             "    float32 and cast back" + (
+                 "; float32 is computed in float64 (measured necessary)." if
+                 forms.promote_float32 else "."),
+             "", "Raises:", "    TypeError: if the inputs are not of one floating-point dtype."]
+    summary = f"{spec.name}({', '.join(spec.args)}) = {sp.sstr(spec.expr)}"
+    return _docstring(summary if len(summary) < 90 else spec.name, body)
+
+
+def _context(forms: StableForms) -> dict:
+    spec = forms.spec
+    args = spec.args
+    params = [p for p, _ in spec.params]
+    prefix = names.temp_prefix((*args, *params))
+    wide = "tf.float64" if forms.promote_float32 else "tf.float32"
+    signature = ", ".join(args) + (", *, " + ", ".join(f"{p}={v!r}" for p, v in spec.params)
+                                   if params else "")
+    jet_doc = [line for c in forms.choices if sum(c.index) > 0
+               for line in [*_choice_doc(args, c, "    "), ""]][:-1]
+    last = ", ".join(names.shifted(a) for a in args)
+    return {
+        "version": __version__, "spec_path": spec.path, "sha256": spec.sha256, "name": spec.name,
+        "module_doc": _docstring(f"{spec.name}: generated by hogen; stable derivatives to order "
+                                 f"{spec.order}.", _wrap(spec.doc, ""), indent=""),
+        "compute_dtypes": ["tf.float16: tf.float32,", "tf.bfloat16: tf.float32,",
+                           f"tf.float32: {wide},", "tf.float64: tf.float64,"],
+        "signature": signature, "arg_list": ", ".join(args), "public_doc": _public_doc(forms),
+        "param_casts": [f"{p} = tf.cast({p}, compute)" for p in params],
+        "impl": names.impl(spec.name),
+        "impl_call": ", ".join([*args, *params]),
+        "cast_call": ", ".join([*(f"tf.cast({a}, compute)" for a in args), *params]),
+        "impl_params": ", ".join([*args, *params]),
+        "impl_doc": _docstring(f"{spec.name} with custom derivatives of orders 1 to {spec.order}.",
+                               ["The gradient is the Taylor jet of the stable forms in "
+                                "_{}_jet.".format(spec.name)]),
+        "forward": [*(f"{names.stopped(a)} = tf.stop_gradient({a})" for a in args),
+                    f"y = _{spec.name}_value({', '.join([*map(names.stopped, args), *params])})"],
+        "backward": _backward(forms),
+        "value_fn": f"_{spec.name}_value", "value_params": ", ".join([*args, *params]),
+        "value_doc": _docstring(f"The value of {spec.name}.", _choice_doc(args, forms.choices[0],
+                                                                          "    ")),
+        "value_body": _value_body(forms, prefix),
+        "jet_fn": f"_{spec.name}_jet",
+        "jet_params": ", ".join([*map(names.stopped, args), *map(names.shifted, args), *params]),
+        "jet_doc": _docstring(f"Derivatives of orders 1 to {spec.order} at the stopped inputs "
+                              f"(order {spec.order} at {last}).", jet_doc),
+        "jet_body": _jet_body(forms, prefix),
+        "helpers": [render("helper_float_inputs.py.j2", {}).rstrip("\n")]
+        + ([render("helper_sum_to.py.j2", {}).rstrip("\n")] if len(args) > 1 else []),
+    }
+
+
+def emit(forms: StableForms) -> str:
+    """The generated module's source text."""
+    return render("module.py.j2", _context(forms))
+
+
+def render_init(op_names: list[str]) -> str:
+    """The generated package's `__init__.py`, re-exporting every op, sorted."""
+    ops = sorted(op_names)
+    return render("init.py.j2", {
+        "version": __version__,
+        "names_sentence": ", ".join(ops) if ops else "none yet",
+        "imports": [f"from .{op} import {op}" for op in ops],
+        "names": ops,
+    })
+
+
+__all__ = ["emit", "render_init"]

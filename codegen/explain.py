@@ -1,0 +1,41 @@
+"""`hogen explain`: each derivative, the candidate forms measured, and the one chosen.
+
+In: a `Spec`. Out: plain text. Runs the same `derive` and `stabilize` as
+`hogen build`, so what it prints is what the build chose and why.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from codegen import accuracy
+from codegen.derive import derive
+from codegen.emit import describe_form, partial_label
+from codegen.spec import Spec
+from codegen.stabilize import Candidate, stabilize
+
+
+def _figures(candidate: Candidate) -> str:
+    return "  ".join(
+        f"{d}: mean {f.mean_bits:5.2f} p99 {f.p99_bits:4.1f} fail {f.failures:4d}"
+        for d, f in zip(accuracy.DTYPES, candidate.figures)
+    )
+
+
+def explain(spec: Spec) -> str:
+    """Plain-text report of every partial's candidates, best first."""
+    forms = stabilize(derive(spec))
+    lines = [f"{spec.name}: {sp.sstr(spec.expr)}  (order {spec.order})", ""]
+    for choice in forms.choices:
+        label = partial_label(spec.args, choice.index)
+        lines.append(f"{label} = {sp.sstr(choice.exact)}")
+        for candidate in sorted(choice.tried, key=Candidate.rank):
+            mark = "*" if candidate is choice.chosen else " "
+            ok = "keeps promise" if candidate.keeps_promise() else "breaks promise"
+            lines.append(f" {mark} {candidate.label:40} {_figures(candidate)}  "
+                         f"ops {candidate.ops:3d}  {ok}")
+        lines.append(f"   chosen: {describe_form(choice.chosen.form)}")
+        if choice.promote_float32:
+            lines.append("   float32 is computed in float64: no float32 form keeps the promise")
+        lines.append("")
+    return "\n".join(lines)

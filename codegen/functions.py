@@ -1,0 +1,146 @@
+"""The functions a spec may call, and what each one is in every back end.
+
+In: nothing (a table). Out: `FUNCTIONS`, a mapping from the name a spec
+writes (`sigmoid`) to a `FunctionInfo` that says how SymPy builds it, how
+TensorFlow computes it, and how NumPy mirrors that TensorFlow op. The ball
+arithmetic reference (`accuracy`) looks up the same table by SymPy class, so
+a function added here is known to the parser, the printer, the stabilizer
+and the reference at once.
+
+`sigmoid` and `softplus` are SymPy functions of our own: SymPy has neither,
+and keeping them whole lets derivatives be written through them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import sympy as sp
+from sympy.codegen.cfunctions import expm1, log1p
+
+__all__ = ["FUNCTIONS", "FunctionInfo", "sigmoid", "softplus", "log1p", "expm1", "by_class"]
+
+
+class sigmoid(sp.Function):  # noqa: N801 - SymPy function classes are lower case
+    """The logistic function 1 / (1 + exp(-u))."""
+
+    nargs = 1
+
+    def fdiff(self, argindex=1):
+        u = self.args[0]
+        return sigmoid(u) * sigmoid(-u)
+
+    @classmethod
+    def eval(cls, u):
+        if u.is_zero:
+            return sp.Rational(1, 2)
+        return None
+
+    def _eval_rewrite_as_exp(self, u, **kwargs):
+        return 1 / (1 + sp.exp(-u))
+
+    def _eval_is_real(self):
+        return self.args[0].is_real
+
+    def _eval_is_positive(self):
+        return True if self.args[0].is_real else None
+
+
+class softplus(sp.Function):  # noqa: N801
+    """log(1 + exp(u)), computed without overflow."""
+
+    nargs = 1
+
+    def fdiff(self, argindex=1):
+        return sigmoid(self.args[0])
+
+    @classmethod
+    def eval(cls, u):
+        if u.is_zero:
+            return sp.log(2)
+        return None
+
+    def _eval_rewrite_as_exp(self, u, **kwargs):
+        return sp.log(1 + sp.exp(u))
+
+    def _eval_rewrite_as_log(self, u, **kwargs):
+        return sp.log(1 + sp.exp(u))
+
+    def _eval_is_real(self):
+        return self.args[0].is_real
+
+    def _eval_is_positive(self):
+        return True if self.args[0].is_real else None
+
+
+def _np_sigmoid(u):
+    # TensorFlow's kernel: exp of a non-positive argument only, so no overflow.
+    e = np.exp(-np.abs(u))
+    one = np.ones_like(u)
+    return np.where(u >= 0, one / (one + e), e / (one + e))
+
+
+def _np_softplus(u):
+    return np.logaddexp(np.zeros_like(u), u)
+
+
+def _np_erf(u):
+    import math
+
+    out = np.vectorize(math.erf, otypes=[np.float64])(u.astype(np.float64))
+    return out.astype(u.dtype)
+
+
+def _np_erfc(u):
+    import math
+
+    out = np.vectorize(math.erfc, otypes=[np.float64])(u.astype(np.float64))
+    return out.astype(u.dtype)
+
+
+@dataclass(frozen=True)
+class FunctionInfo:
+    """One callable of the expression grammar."""
+
+    name: str
+    sympy_func: Callable[..., sp.Expr]
+    tf_name: str
+    numpy_func: Callable[[np.ndarray], np.ndarray]
+
+
+FUNCTIONS: dict[str, FunctionInfo] = {
+    info.name: info
+    for info in (
+        FunctionInfo("exp", sp.exp, "tf.math.exp", np.exp),
+        FunctionInfo("log", sp.log, "tf.math.log", np.log),
+        FunctionInfo("sqrt", sp.sqrt, "tf.math.sqrt", np.sqrt),
+        FunctionInfo("sin", sp.sin, "tf.math.sin", np.sin),
+        FunctionInfo("cos", sp.cos, "tf.math.cos", np.cos),
+        FunctionInfo("tan", sp.tan, "tf.math.tan", np.tan),
+        FunctionInfo("asin", sp.asin, "tf.math.asin", np.arcsin),
+        FunctionInfo("acos", sp.acos, "tf.math.acos", np.arccos),
+        FunctionInfo("atan", sp.atan, "tf.math.atan", np.arctan),
+        FunctionInfo("sinh", sp.sinh, "tf.math.sinh", np.sinh),
+        FunctionInfo("cosh", sp.cosh, "tf.math.cosh", np.cosh),
+        FunctionInfo("tanh", sp.tanh, "tf.math.tanh", np.tanh),
+        FunctionInfo("asinh", sp.asinh, "tf.math.asinh", np.arcsinh),
+        FunctionInfo("acosh", sp.acosh, "tf.math.acosh", np.arccosh),
+        FunctionInfo("atanh", sp.atanh, "tf.math.atanh", np.arctanh),
+        FunctionInfo("erf", sp.erf, "tf.math.erf", _np_erf),
+        FunctionInfo("erfc", sp.erfc, "tf.math.erfc", _np_erfc),
+        FunctionInfo("log1p", log1p, "tf.math.log1p", np.log1p),
+        FunctionInfo("expm1", expm1, "tf.math.expm1", np.expm1),
+        FunctionInfo("sigmoid", sigmoid, "tf.math.sigmoid", _np_sigmoid),
+        FunctionInfo("softplus", softplus, "tf.math.softplus", _np_softplus),
+        FunctionInfo("abs", sp.Abs, "tf.math.abs", np.abs),
+    )
+}
+
+_BY_CLASS: dict[type, FunctionInfo] = {info.sympy_func: info for info in FUNCTIONS.values()}
+
+
+def by_class(func: type) -> FunctionInfo | None:
+    """The table entry for a SymPy function class, or None if it is not one of ours."""
+    return _BY_CLASS.get(func)

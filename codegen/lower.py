@@ -1,0 +1,189 @@
+"""Lowering: SymPy forms -> a straight-line program both back ends share.
+
+In: SymPy expressions (the chosen forms, possibly `Regimes`), the names of
+their free symbols. Out: a `Program`, a tuple of `Step`s in SSA form, with
+common subexpressions computed once. `numeric` interprets a Program with
+NumPy to measure a form exactly as TensorFlow will compute it; `emit` prints
+the same Program as TensorFlow code. One lowering, two readers: what is
+measured is what is shipped.
+
+Regimes are lowered as a NaN-safe select: each branch gets its input clipped
+to the interval it owns, so no branch sees a point where it may overflow or
+divide by zero, and no gradient of a branch not taken can turn into NaN.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy as sp
+
+from codegen.functions import by_class
+
+
+@dataclass(frozen=True)
+class Regimes:
+    """A piecewise form over one arg: `forms[i]` owns [bounds[i-1], bounds[i])."""
+
+    arg: sp.Symbol
+    bounds: tuple[float, ...]
+    forms: tuple[sp.Expr, ...]
+
+
+@dataclass(frozen=True)
+class Step:
+    """`target = op(operands...)`; operands are step targets, symbol names or float constants."""
+
+    target: str
+    op: str
+    operands: tuple[str | float, ...]
+
+
+@dataclass(frozen=True)
+class Program:
+    steps: tuple[Step, ...]
+    outputs: tuple[str | float, ...]
+
+
+class _Builder:
+    def __init__(self, prefix: str):
+        self.prefix = prefix
+        self.steps: list[Step] = []
+        self.memo: dict[tuple, str] = {}
+
+    def emit(self, op: str, *operands: str | float) -> str:
+        key = (op, *operands)
+        if key not in self.memo:
+            target = f"{self.prefix}{len(self.steps)}"
+            self.steps.append(Step(target, op, tuple(operands)))
+            self.memo[key] = target
+        return self.memo[key]
+
+
+def _const(value: sp.Expr) -> float:
+    return float(sp.N(value, 30))
+
+
+def _lower_pow(b: _Builder, base: str | float, exp: sp.Expr) -> str | float:
+    if exp == 2:
+        return b.emit("square", base)
+    if exp == sp.Rational(1, 2):
+        return b.emit("sqrt", base)
+    if exp == sp.Rational(-1, 2):
+        return b.emit("rsqrt", base)
+    if exp.is_Integer and 2 < exp <= 4:
+        out = base
+        for _ in range(int(exp) - 1):
+            out = b.emit("mul", out, base)
+        return out
+    return b.emit("pow", base, _const(exp))
+
+
+def _split_mul(expr: sp.Mul) -> tuple[sp.Expr, list[sp.Expr], list[sp.Expr]]:
+    coeff, factors = expr.as_coeff_mul()
+    num, den = [], []
+    for factor in factors:
+        base, exp = factor.as_base_exp()
+        if exp.is_number and exp.is_negative:
+            den.append(base ** (-exp))
+        else:
+            num.append(factor)
+    return coeff, num, den
+
+
+def _lower_mul(b: _Builder, expr: sp.Mul, env) -> str | float:
+    coeff, num, den = _split_mul(expr)
+    out: str | float | None = None
+    for factor in num:
+        value = _lower(b, factor, env)
+        out = value if out is None else b.emit("mul", out, value)
+    if abs(coeff) != 1:
+        out = _const(abs(coeff)) if out is None else b.emit("mul", _const(abs(coeff)), out)
+    out = 1.0 if out is None else out
+    if den:
+        divisor = _lower(b, sp.Mul(*den), env)
+        out = b.emit("div", out, divisor)
+    return b.emit("neg", out) if coeff < 0 else out
+
+
+def _lower_add(b: _Builder, expr: sp.Add, env) -> str | float:
+    terms = sorted(expr.args, key=lambda t: (t.could_extract_minus_sign(), sp.default_sort_key(t)))
+    out = _lower(b, terms[0], env)
+    for term in terms[1:]:
+        if term.could_extract_minus_sign():
+            out = b.emit("sub", out, _lower(b, -term, env))
+        else:
+            out = b.emit("add", out, _lower(b, term, env))
+    return out
+
+
+def _lower_regimes(b: _Builder, regimes: Regimes, env) -> str | float:
+    x = env[regimes.arg]
+    lows = (float("-inf"), *regimes.bounds)
+    highs = (*regimes.bounds, float("inf"))
+    values = []
+    for form, low, high in zip(regimes.forms, lows, highs):
+        clipped = b.emit("clip", x, low, high)
+        values.append(_lower(b, form, {**env, regimes.arg: clipped}))
+    out = values[-1]
+    for bound, value in reversed(list(zip(regimes.bounds, values[:-1]))):
+        out = b.emit("where_less", x, bound, value, out)
+    return out
+
+
+def _lower(b: _Builder, expr, env) -> str | float:
+    if isinstance(expr, Regimes):
+        return _lower_regimes(b, expr, env)
+    if expr.is_Symbol:
+        return env[expr]
+    if expr.is_number:
+        return _const(expr)
+    if expr.is_Add:
+        return _lower_add(b, expr, env)
+    if expr.is_Mul:
+        return _lower_mul(b, expr, env)
+    if expr.is_Pow:
+        base, exp = expr.args
+        if exp.is_number and exp.is_negative:
+            return b.emit("div", 1.0, _lower(b, base ** (-exp), env))
+        if base == sp.E:
+            return b.emit("exp", _lower(b, exp, env))
+        return _lower_pow(b, _lower(b, base, env), exp)
+    if isinstance(expr, (sp.Max, sp.Min)):
+        op = "maximum" if isinstance(expr, sp.Max) else "minimum"
+        args = [_lower(b, arg, env) for arg in expr.args]
+        out = args[0]
+        for arg in args[1:]:
+            out = b.emit(op, out, arg)
+        return out
+    info = by_class(expr.func)
+    if info is None:
+        raise TypeError(f"cannot lower {expr.func.__name__} (in {expr})")
+    return b.emit(info.name, _lower(b, expr.args[0], env))
+
+
+def lower(exprs, env: dict[sp.Symbol, str], prefix: str = "v") -> Program:
+    """Lower several forms, all in one environment, into one program sharing common subexpressions."""
+    return lower_each([(expr, env) for expr in exprs], prefix)
+
+
+def lower_each(pairs, prefix: str = "v") -> Program:
+    """Lower `(form, environment)` pairs into one program sharing common subexpressions."""
+    b = _Builder(prefix)
+    outputs = tuple(_lower(b, expr, env) for expr, env in pairs)
+    return Program(tuple(b.steps), outputs)
+
+
+def op_count(expr) -> int:
+    """How many TensorFlow ops a form costs once lowered."""
+    symbols = sorted(_free_symbols(expr), key=str)
+    return len(lower([expr], {s: s.name for s in symbols}).steps)
+
+
+def _free_symbols(expr) -> set:
+    if isinstance(expr, Regimes):
+        out = {expr.arg}
+        for form in expr.forms:
+            out |= form.free_symbols
+        return out
+    return expr.free_symbols

@@ -1,0 +1,63 @@
+"""NumPy mirror of the TensorFlow ops a lowered `Program` prints to.
+
+In: a `Program` (from `lower`), input columns and a dtype name. Out: the
+program's outputs as NumPy arrays, computed in that dtype op by op, the way
+TensorFlow computes them, so that `stabilize` can measure candidate forms
+without importing TensorFlow. `verify` later measures the real ops in
+TensorFlow; this module only has to rank candidates the same way.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from codegen.functions import FUNCTIONS
+from codegen.lower import Program
+
+_BINARY = {
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "div": np.divide,
+    "pow": np.power,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+}
+_UNARY = {
+    "neg": np.negative,
+    "square": np.square,
+    "sqrt": np.sqrt,
+    "rsqrt": lambda v: np.ones_like(v) / np.sqrt(v),
+}
+
+
+def _value(operand, values: dict, dtype) -> np.ndarray:
+    if isinstance(operand, str):
+        return values[operand]
+    return np.asarray(operand, dtype=dtype)
+
+
+def run(program: Program, inputs: dict[str, np.ndarray], dtype: str) -> list[np.ndarray]:
+    """Evaluate every output of `program`; inputs are cast to `dtype` first."""
+    np_dtype = np.dtype(dtype)
+    values = {name: np.asarray(column, dtype=np_dtype) for name, column in inputs.items()}
+    with np.errstate(all="ignore"):
+        for step in program.steps:
+            args = [_value(op, values, np_dtype) for op in step.operands]
+            values[step.target] = _apply(step.op, args, np_dtype)
+        shape = np.broadcast_shapes(*(v.shape for v in inputs.values()))
+        return [np.broadcast_to(_value(out, values, np_dtype), shape) for out in program.outputs]
+
+
+def _apply(op: str, args: list[np.ndarray], dtype) -> np.ndarray:
+    if op in _BINARY:
+        out = _BINARY[op](args[0], args[1])
+    elif op in _UNARY:
+        out = _UNARY[op](args[0])
+    elif op == "clip":
+        out = np.clip(args[0], args[1], args[2])
+    elif op == "where_less":
+        out = np.where(args[0] < args[1], args[2], args[3])
+    else:
+        out = FUNCTIONS[op].numpy_func(args[0])
+    return np.asarray(out, dtype=dtype)

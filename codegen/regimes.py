@@ -1,0 +1,115 @@
+"""Regimes: split one arg's range at thresholds and use the best form in each piece.
+
+In: the measured candidates of one partial, their per-point errors in bits
+for each dtype, the sample points. Out: a `RegimeChoice` (a `lower.Regimes`
+form and a label), or None when splitting does not help.
+
+As Herbie does: sort all sample points by the arg, then dynamic programming
+over prefix sums of each candidate's error picks the split with the least
+total error, each extra piece costing a small penalty. Thresholds are the
+simplest numbers between two neighbouring samples (0, a power of two, or a
+short decimal), so the generated code reads `x < 0.25`, not `x < 0.2499871`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from codegen.lower import Regimes
+
+MAX_PIECES = 4
+PIECE_PENALTY = 4.0
+MAX_FORMS = 8
+
+
+@dataclass(frozen=True)
+class RegimeChoice:
+    label: str
+    form: Regimes
+
+
+def _merged(bits: dict, points: dict, labels: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    xs, costs = [], []
+    for dtype, pts in points.items():
+        xs.append(pts[:, 0].astype(np.float64))
+        rows = [np.nan_to_num(bits[label][dtype], nan=0.0) for label in labels]
+        costs.append(np.stack(rows))
+    x = np.concatenate(xs)
+    cost = np.concatenate(costs, axis=1)
+    order = np.argsort(x, kind="stable")
+    return x[order], cost[:, order]
+
+
+def _split_points(n_pieces: int, x: np.ndarray, cost: np.ndarray) -> list[tuple[int, int]]:
+    """Best (start index, form index) per piece for exactly `n_pieces` pieces, or []."""
+    k, n = cost.shape
+    prefix = np.concatenate([np.zeros((k, 1)), np.cumsum(cost, axis=1)], axis=1)
+    allowed = np.concatenate([[True], x[1:] > x[:-1], [True]])
+    best = prefix[:, :].min(axis=0)  # one piece ending at j: best single form over [0, j)
+    choice = [[(0, int(prefix[:, j].argmin()))] for j in range(n + 1)]
+    for _ in range(1, n_pieces):
+        new_best = np.full(n + 1, np.inf)
+        new_choice = [None] * (n + 1)
+        for form in range(k):
+            start_cost = np.where(allowed, best - prefix[form], np.inf)
+            run_min = np.minimum.accumulate(start_cost)
+            run_arg = _running_argmin(start_cost)
+            total = run_min[:-1] + prefix[form, 1:] + PIECE_PENALTY
+            for j in np.nonzero(total < new_best[1:])[0]:
+                new_best[j + 1] = total[j]
+                i = run_arg[j]
+                new_choice[j + 1] = [*choice[i], (int(i), form)] if i > 0 else None
+        improved = [j for j in range(n + 1) if new_choice[j] is not None and new_best[j] < best[j]]
+        for j in improved:
+            best[j], choice[j] = new_best[j], new_choice[j]
+    return choice[n]
+
+
+def _running_argmin(values: np.ndarray) -> np.ndarray:
+    out = np.zeros(len(values), dtype=np.int64)
+    arg = 0
+    for i, v in enumerate(values):
+        if v < values[arg]:
+            arg = i
+        out[i] = arg
+    return out
+
+
+def simplest_between(lo: float, hi: float) -> float:
+    """The simplest float in (lo, hi]: 0, then ± a power of two, then the shortest decimal."""
+    if lo < 0.0 <= hi:
+        return 0.0
+    sign = 1.0 if hi > 0 else -1.0
+    a, b = sorted((abs(lo), abs(hi)))
+    if math.isfinite(b) and b > 0:
+        power = 2.0 ** math.floor(math.log2(b))
+        if a < power <= b and (lo < sign * power <= hi):
+            return sign * power
+    for digits in range(1, 18):
+        value = float(f"{hi:.{digits}g}")
+        if lo < value <= hi:
+            return value
+    return hi
+
+
+def best_regimes(tried, bits: dict, points: dict, arg) -> RegimeChoice | None:
+    """The best piecewise combination of the measured candidates, or None."""
+    ranked = sorted(tried, key=lambda c: sum(np.nansum(bits[c.label][d]) for d in points))
+    labels = [c.label for c in ranked[:MAX_FORMS]]
+    forms = {c.label: c.form for c in ranked}
+    x, cost = _merged(bits, points, labels)
+    pieces = _split_points(MAX_PIECES, x, cost)
+    merged = []
+    for start, form in pieces:
+        if merged and merged[-1][1] == form:
+            continue
+        merged.append((start, form))
+    if len(merged) < 2:
+        return None
+    bounds = tuple(simplest_between(x[start - 1], x[start]) for start, _ in merged[1:])
+    chosen = tuple(forms[labels[form]] for _, form in merged)
+    label = " | ".join(labels[form] for _, form in merged)
+    return RegimeChoice(label, Regimes(arg, bounds, chosen))

@@ -1,0 +1,197 @@
+"""Rewrite rules: equivalent forms that TensorFlow computes without cancellation or overflow.
+
+In: a SymPy expression. Out: the same function, rewritten by named rules
+applied bottom-up to a fixed point. Each rule is data: a `Rule` with a name,
+the identity it uses, and a function that rewrites one node or returns None
+when the node is not its pattern. `STABLE_RULES` is the tuple `stabilize`
+applies; every rule is tested three ways (the rewrite, a node it must leave
+alone, and equality with the original) in tests/test_rules.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import sympy as sp
+from sympy.codegen.cfunctions import expm1, log1p
+
+from codegen.functions import sigmoid, softplus
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    identity: str
+    rewrite: Callable[[sp.Expr], sp.Expr | None]
+
+
+def _split_constant(expr: sp.Add) -> tuple[sp.Expr, sp.Expr]:
+    constant, rest = expr.as_independent(*expr.free_symbols, as_Add=True)
+    return constant, rest
+
+
+def _log1p(node):
+    if node.func is sp.log and node.args[0].is_Add:
+        constant, rest = _split_constant(node.args[0])
+        if constant == 1 and rest != 0:
+            return log1p(rest)
+    return None
+
+
+def _expm1(node):
+    if not node.is_Add:
+        return None
+    constant, rest = _split_constant(node)
+    for term in sp.Add.make_args(rest):
+        coeff, factor = term.as_independent(*term.free_symbols, as_Add=False)
+        if factor.func is sp.exp and coeff == -constant and constant != 0:
+            return coeff * expm1(factor.args[0]) + (rest - term)
+    return None
+
+
+def _softplus(node):
+    if node.func is log1p and node.args[0].func is sp.exp:
+        return softplus(node.args[0].args[0])
+    return None
+
+
+def _sigmoid_of_reciprocal(node):
+    """(1 + exp(v))**-n -> sigmoid(-v)**n."""
+    if node.is_Pow and node.exp.is_Integer and node.exp < 0 and node.base.is_Add:
+        constant, rest = _split_constant(node.base)
+        if constant == 1 and rest.func is sp.exp:
+            return sigmoid(-rest.args[0]) ** (-node.exp)
+    return None
+
+
+def _exp_times_sigmoid(node):
+    """exp(v) * sigmoid(-v)**n -> sigmoid(v) * sigmoid(-v)**(n-1)."""
+    if not node.is_Mul:
+        return None
+    factors = node.args
+    for f in factors:
+        if f.func is sp.exp:
+            v = f.args[0]
+            for g in factors:
+                base, n = g.as_base_exp()
+                if base == sigmoid(-v) and n.is_Integer and n > 0:
+                    rest = node / (f * g)
+                    return rest * sigmoid(v) * sigmoid(-v) ** (n - 1)
+    return None
+
+
+def _sigmoid_complement(node):
+    """k + a*sigmoid(u): a == -k -> k*sigmoid(-u); a == -2k -> -k*tanh(u/2)."""
+    if not node.is_Add:
+        return None
+    constant, rest = _split_constant(node)
+    if constant == 0:
+        return None
+    for term in sp.Add.make_args(rest):
+        coeff, factor = term.as_independent(*term.free_symbols, as_Add=False)
+        if factor.func is sigmoid:
+            u = factor.args[0]
+            if coeff == -constant:
+                return constant * sigmoid(-u) + (rest - term)
+            if coeff == -2 * constant:
+                return -constant * sp.tanh(u / 2) + (rest - term)
+    return None
+
+
+def _log_sigmoid(node):
+    if node.func is sp.log and node.args[0].func is sigmoid:
+        return -softplus(-node.args[0].args[0])
+    return None
+
+
+def _logaddexp(node):
+    """log(exp(a) + exp(b)) -> max(a, b) + softplus(-|a - b|)."""
+    if node.func is sp.log and node.args[0].is_Add and len(node.args[0].args) == 2:
+        first, second = node.args[0].args
+        if first.func is sp.exp and second.func is sp.exp:
+            a, b = first.args[0], second.args[0]
+            return sp.Max(a, b) + softplus(-sp.Abs(a - b))
+    return None
+
+
+def _erfc(node):
+    """1 + erf(u) -> erfc(-u); 1 - erf(u) -> erfc(u)."""
+    if not node.is_Add:
+        return None
+    constant, rest = _split_constant(node)
+    for term in sp.Add.make_args(rest):
+        coeff, factor = term.as_independent(*term.free_symbols, as_Add=False)
+        if factor.func is sp.erf and abs(coeff) == constant and constant != 0:
+            sign = -1 if coeff > 0 else 1
+            return constant * sp.erfc(sign * factor.args[0]) + (rest - term)
+    return None
+
+
+def _one_minus_cos(node):
+    if not node.is_Add:
+        return None
+    constant, rest = _split_constant(node)
+    for term in sp.Add.make_args(rest):
+        coeff, factor = term.as_independent(*term.free_symbols, as_Add=False)
+        if factor.func is sp.cos and coeff == -constant and constant != 0:
+            return 2 * constant * sp.sin(factor.args[0] / 2) ** 2 + (rest - term)
+    return None
+
+
+def _sech_squared(node):
+    """1 - tanh(u)**2 -> 4*sigmoid(2u)*sigmoid(-2u), which never overflows."""
+    if not node.is_Add:
+        return None
+    constant, rest = _split_constant(node)
+    for term in sp.Add.make_args(rest):
+        coeff, factor = term.as_independent(*term.free_symbols, as_Add=False)
+        base, exp = factor.as_base_exp()
+        if base.func is sp.tanh and exp == 2 and coeff == -constant and constant != 0:
+            u = base.args[0]
+            return 4 * constant * sigmoid(2 * u) * sigmoid(-2 * u) + (rest - term)
+    return None
+
+
+STABLE_RULES: tuple[Rule, ...] = (
+    Rule("log1p", "log(1 + u) = log1p(u)", _log1p),
+    Rule("expm1", "exp(u) - 1 = expm1(u)", _expm1),
+    Rule("softplus", "log1p(exp(u)) = softplus(u)", _softplus),
+    Rule("sigmoid", "1/(1 + exp(v))**n = sigmoid(-v)**n", _sigmoid_of_reciprocal),
+    Rule("exp_sigmoid", "exp(v)*sigmoid(-v) = sigmoid(v)", _exp_times_sigmoid),
+    Rule("sigmoid_complement", "1 - sigmoid(u) = sigmoid(-u); 1 - 2 sigmoid(u) = -tanh(u/2)",
+         _sigmoid_complement),
+    Rule("log_sigmoid", "log(sigmoid(u)) = -softplus(-u)", _log_sigmoid),
+    Rule("logaddexp", "log(exp(a) + exp(b)) = max(a, b) + softplus(-|a - b|)", _logaddexp),
+    Rule("erfc", "1 + erf(u) = erfc(-u)", _erfc),
+    Rule("one_minus_cos", "1 - cos(u) = 2 sin(u/2)**2", _one_minus_cos),
+    Rule("sech_squared", "1 - tanh(u)**2 = 4 sigmoid(2u) sigmoid(-2u)", _sech_squared),
+)
+
+
+def rewrite_node(node: sp.Expr, rules: tuple[Rule, ...]) -> tuple[sp.Expr, list[str]]:
+    """Rewrite the children first, then the node itself until no rule applies."""
+    used: list[str] = []
+    if node.args and not node.is_Atom:
+        new_args = []
+        for arg in node.args:
+            new_arg, names = rewrite_node(arg, rules)
+            new_args.append(new_arg)
+            used += names
+        node = node.func(*new_args) if tuple(new_args) != node.args else node
+    for _ in range(20):
+        for rule in rules:
+            out = rule.rewrite(node)
+            if out is not None and out != node:
+                node, names = rewrite_node(out, rules)
+                used += [rule.name, *names]
+                break
+        else:
+            return node, used
+    return node, used
+
+
+def apply_rules(expr: sp.Expr, rules: tuple[Rule, ...] = STABLE_RULES) -> tuple[sp.Expr, tuple]:
+    """`expr` rewritten by `rules` to a fixed point, and the sorted names of the rules used."""
+    out, used = rewrite_node(expr, rules)
+    return out, tuple(sorted(set(used)))

@@ -1,0 +1,168 @@
+"""Stage 3: choose, for every derivative, the form with the best measured accuracy.
+
+In: `Derivatives`. Out: `StableForms`, one `Choice` per partial: the form to
+ship, every candidate tried with its measured figures (for `hogen explain`),
+and whether float32 must be computed in float64 to keep the promise.
+
+For each partial: the exact values at DESIGN.md's sample points come from
+`accuracy.reference`; each candidate from `candidates` is lowered and run in
+NumPy exactly as TensorFlow will run it, and scored in bits. A rewrite is
+kept only if it equals the SymPy derivative at check points (correctly
+rounded exact values must agree). If no single form keeps the promise, a
+single-arg function gets regimes: the range split at thresholds, the best
+form in each piece (`regimes`). If float32 still fails, the op computes
+float32 in float64.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import sympy as sp
+
+from codegen import accuracy
+from codegen.candidates import candidates
+from codegen.derive import Derivatives, Partial
+from codegen.lower import Regimes, lower, op_count
+from codegen.numeric import run
+from codegen.regimes import best_regimes
+from codegen.spec import Spec
+
+SAMPLES = 1500
+CHECK_POINTS = (-3.5, -1.25, -0.375, 0.3125, 0.75, 2.5, 6.0)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    label: str
+    form: object  # sp.Expr or Regimes
+    figures: tuple[accuracy.Figures, ...]  # one per accuracy.DTYPES
+    ops: int
+
+    def keeps_promise(self) -> bool:
+        return all(f.keeps_promise() for f in self.figures)
+
+    def rank(self) -> tuple:
+        failures = sum(f.failures for f in self.figures)
+        p99 = sum(round(f.p99_bits) for f in self.figures)
+        mean = sum(round(f.mean_bits * 4) / 4 for f in self.figures)
+        return (failures, not self.keeps_promise(), p99, mean, self.ops)
+
+
+@dataclass(frozen=True)
+class Choice:
+    index: tuple[int, ...]
+    exact: sp.Expr
+    chosen: Candidate
+    tried: tuple[Candidate, ...]
+    promote_float32: bool
+
+
+@dataclass(frozen=True)
+class StableForms:
+    spec: Spec
+    choices: tuple[Choice, ...]
+
+    @property
+    def promote_float32(self) -> bool:
+        return any(choice.promote_float32 for choice in self.choices)
+
+
+@dataclass(frozen=True)
+class _Samples:
+    points: dict[str, np.ndarray]
+    exact: dict[str, np.ndarray]
+
+
+def _param_values(spec: Spec) -> dict[sp.Symbol, sp.Expr]:
+    return {sym: sp.Rational(value) for sym, (_, value) in zip(spec.param_symbols, spec.params)}
+
+
+def _with_params(form, values):
+    if isinstance(form, Regimes):
+        return Regimes(form.arg, form.bounds, tuple(f.subs(values) for f in form.forms))
+    return form.subs(values)
+
+
+def evaluate(form, spec: Spec, points: np.ndarray, dtype: str) -> np.ndarray:
+    """`form` at `points` (rows), computed in `dtype` as the generated TF code computes it."""
+    form = _with_params(form, _param_values(spec))
+    names = {sym: sym.name for sym in spec.arg_symbols}
+    program = lower([form], names)
+    columns = {sym.name: points[:, i] for i, sym in enumerate(spec.arg_symbols)}
+    return run(program, columns, dtype)[0]
+
+
+def _samples(spec: Spec, exact_expr: sp.Expr, n: int) -> _Samples:
+    expr = exact_expr.subs(_param_values(spec))
+    points, exact = {}, {}
+    cache = accuracy.default_cache_dir()
+    for dtype in accuracy.DTYPES:
+        points[dtype] = accuracy.sample_points(spec.domain, dtype, n)
+        exact[dtype] = accuracy.reference(expr, spec.arg_symbols, points[dtype], dtype,
+                                          cache_dir=cache)
+    return _Samples(points, exact)
+
+
+def _bits(form, spec, samples: _Samples) -> dict[str, np.ndarray]:
+    out = {}
+    for dtype in accuracy.DTYPES:
+        approx = evaluate(form, spec, samples.points[dtype], dtype)
+        out[dtype] = accuracy.bits_error(approx, samples.exact[dtype], dtype)
+    return out
+
+
+def measure(label: str, form, spec: Spec, samples: _Samples) -> Candidate:
+    figures = tuple(
+        accuracy.figures(evaluate(form, spec, samples.points[d], d), samples.exact[d], d)
+        for d in accuracy.DTYPES
+    )
+    return Candidate(label, form, figures, op_count(form))
+
+
+def equals_exact(form: sp.Expr, exact: sp.Expr, spec: Spec) -> bool:
+    """True if `form` and `exact` round to the same float64 at every check point."""
+    values = _param_values(spec)
+    n_args = len(spec.args)
+    rows = np.array([[CHECK_POINTS[(i + j) % len(CHECK_POINTS)] for j in range(n_args)]
+                     for i in range(len(CHECK_POINTS))], dtype=np.float64)
+    a = accuracy.reference(form.subs(values), spec.arg_symbols, rows, "float64")
+    b = accuracy.reference(exact.subs(values), spec.arg_symbols, rows, "float64")
+    return bool(np.array_equal(a, b, equal_nan=True))
+
+
+def _promoted_figures(form, spec: Spec, samples: _Samples) -> accuracy.Figures:
+    approx = evaluate(form, spec, samples.points["float32"], "float64").astype(np.float32)
+    return accuracy.figures(approx, samples.exact["float32"], "float32")
+
+
+def choose(spec: Spec, partial: Partial, n: int = SAMPLES) -> Choice:
+    """Measure every candidate of one partial and return the best, with regimes if needed."""
+    samples = _samples(spec, partial.expr, n)
+    tried = []
+    bits = {}
+    for label, form in candidates(partial.expr, spec.arg_symbols):
+        is_series = label.startswith("series")
+        if not is_series and label != "sympy" and not equals_exact(form, partial.expr, spec):
+            continue
+        candidate = measure(label, form, spec, samples)
+        tried.append(candidate)
+        bits[label] = _bits(form, spec, samples)
+    best = min((c for c in tried if not c.label.startswith("series")), key=Candidate.rank)
+    if not best.keeps_promise() and len(spec.args) == 1:
+        regimes = best_regimes(tried, bits, samples.points, spec.arg_symbols[0])
+        if regimes is not None:
+            piecewise = measure(f"regimes({regimes.label})", regimes.form, spec, samples)
+            tried.append(piecewise)
+            best = min((best, piecewise), key=Candidate.rank)
+    promote = False
+    if not best.figures[0].keeps_promise():
+        promote = _promoted_figures(best.form, spec, samples).keeps_promise()
+    return Choice(partial.index, partial.expr, best, tuple(tried), promote)
+
+
+def stabilize(derivatives: Derivatives) -> StableForms:
+    """Choose a form for every partial of every order."""
+    spec = derivatives.spec
+    return StableForms(spec, tuple(choose(spec, p) for p in derivatives.partials))

@@ -1,0 +1,152 @@
+"""`hogen verify`: run generated ops in TensorFlow and measure them against the exact reference.
+
+In: a `Spec` and the folder of generated modules. Out: `Row`s, one per op,
+partial derivative, dtype and tool, with DESIGN.md's figures (mean bits, p99
+bits, failures). Tools: "hogen" (the generated op, derivatives through nested
+GradientTapes) and "autodiff" (TF autodiff of the naive `expr`, built from
+the same lowering as generated code, interpreted with TF ops: no source text
+is evaluated). The exact values come from `accuracy.reference`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import tensorflow as tf  # noqa: E402
+
+from codegen import accuracy  # noqa: E402
+from codegen.derive import derive  # noqa: E402
+from codegen.functions import FUNCTIONS  # noqa: E402
+from codegen.lower import Program, lower  # noqa: E402
+from codegen.spec import Spec  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Row:
+    op: str
+    partial: str
+    dtype: str
+    tool: str
+    figures: accuracy.Figures
+
+
+def load_op(spec: Spec, out_dir: Path):
+    """The public op from the generated module `out_dir/<name>.py`."""
+    path = out_dir / f"{spec.name}.py"
+    module_spec = importlib.util.spec_from_file_location(f"hogen_generated_{spec.name}", path)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    return getattr(module, spec.name)
+
+
+_TF_BINARY = {"add": tf.add, "sub": tf.subtract, "mul": tf.multiply, "div": tf.divide,
+              "pow": tf.pow, "maximum": tf.maximum, "minimum": tf.minimum}
+_TF_UNARY = {"neg": tf.negative, "square": tf.square, "sqrt": tf.sqrt, "rsqrt": tf.math.rsqrt}
+
+
+def _tf_function(name: str):
+    """The TF callable named by the function table, e.g. tf.math.sigmoid."""
+    target = tf
+    for part in FUNCTIONS[name].tf_name.split(".")[1:]:
+        target = getattr(target, part)
+    return target
+
+
+def run_tf(program: Program, inputs: dict[str, tf.Tensor]) -> tf.Tensor:
+    """Interpret a lowered program with TensorFlow ops (differentiable by TF autodiff)."""
+    values = dict(inputs)
+    dtype = next(iter(inputs.values())).dtype
+
+    def value(operand):
+        return values[operand] if isinstance(operand, str) else tf.constant(operand, dtype)
+
+    for step in program.steps:
+        args = [value(o) for o in step.operands]
+        if step.op in _TF_BINARY:
+            values[step.target] = _TF_BINARY[step.op](args[0], args[1])
+        elif step.op in _TF_UNARY:
+            values[step.target] = _TF_UNARY[step.op](args[0])
+        elif step.op == "clip":
+            values[step.target] = tf.clip_by_value(*args)
+        elif step.op == "where_less":
+            values[step.target] = tf.where(args[0] < args[1], args[2], args[3])
+        else:
+            values[step.target] = _tf_function(step.op)(args[0])
+    out = value(program.outputs[0])
+    return out + tf.zeros_like(next(iter(inputs.values())))
+
+
+def partial_derivative(fn, inputs: list[tf.Tensor], sequence: list[int]) -> tf.Tensor:
+    """d^k fn / d inputs[sequence[0]] ... d inputs[sequence[-1]], elementwise, by nested tapes."""
+    if not sequence:
+        return fn(*inputs)
+    with tf.GradientTape() as tape:
+        tape.watch(inputs[sequence[0]])
+        inner = partial_derivative(fn, inputs, sequence[1:])
+    grad = tape.gradient(inner, inputs[sequence[0]],
+                         unconnected_gradients=tf.UnconnectedGradients.ZERO)
+    return grad
+
+
+def _naive(spec: Spec):
+    values = {s: v for s, (_, v) in zip(spec.param_symbols, spec.params)}
+    program = lower([spec.expr.subs(values)], {s: s.name for s in spec.arg_symbols})
+    return lambda *args: run_tf(program, dict(zip(spec.args, args)))
+
+
+def _partial_name(spec: Spec, index: tuple[int, ...]) -> str:
+    if sum(index) == 0:
+        return "f"
+    return "f_" + "".join(a for a, n in zip(spec.args, index) for _ in range(n))
+
+
+def verify_spec(spec: Spec, out_dir: Path, samples: int = 2000) -> list[Row]:
+    """Figures of the generated op and of naive autodiff, every partial, float32 and float64."""
+    op = load_op(spec, out_dir)
+    naive = _naive(spec)
+    values = {s: v for s, (_, v) in zip(spec.param_symbols, spec.params)}
+    rows = []
+    for partial in derive(spec).partials:
+        sequence = [i for i, n in enumerate(partial.index) for _ in range(n)]
+        for dtype in accuracy.DTYPES:
+            points = accuracy.sample_points(spec.domain, dtype, samples)
+            exact = accuracy.reference(partial.expr.subs(values), spec.arg_symbols, points, dtype,
+                                       cache_dir=accuracy.default_cache_dir())
+            inputs = [tf.constant(points[:, i]) for i in range(len(spec.args))]
+            for tool, fn in (("hogen", op), ("autodiff", naive)):
+                approx = partial_derivative(fn, inputs, sequence).numpy()
+                figures = accuracy.figures(approx, exact, dtype)
+                rows.append(Row(spec.name, _partial_name(spec, partial.index), dtype, tool,
+                                figures))
+    return rows
+
+
+def format_table(rows: list[Row]) -> str:
+    """A plain-text table: hogen beside autodiff for every op, partial and dtype."""
+    header = (f"{'op':14} {'partial':8} {'dtype':8} | {'hogen mean':>10} {'p99':>5} {'fail':>5} "
+              f"{'ok':>3} | {'autodiff mean':>13} {'p99':>5} {'fail':>5}")
+    lines = [header, "-" * len(header)]
+    by_key = {(r.op, r.partial, r.dtype, r.tool): r.figures for r in rows}
+    for r in rows:
+        if r.tool != "hogen":
+            continue
+        a = by_key.get((r.op, r.partial, r.dtype, "autodiff"))
+        h = r.figures
+        ok = "yes" if h.keeps_promise() else "NO"
+        lines.append(f"{r.op:14} {r.partial:8} {r.dtype:8} | {h.mean_bits:10.2f} {h.p99_bits:5.1f} "
+                     f"{h.failures:5d} {ok:>3} | {a.mean_bits:13.2f} {a.p99_bits:5.1f} "
+                     f"{a.failures:5d}")
+    return "\n".join(lines)
+
+
+def write_json(rows: list[Row], path: Path) -> None:
+    data = [{**asdict(r), "figures": asdict(r.figures)} for r in rows]
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
