@@ -34,16 +34,27 @@ def _algebraic_variants(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
 def _common_exponent(expr: sp.Expr) -> tuple[sp.Expr, dict] | None:
     """u such that every exp(a) in expr is exp(u)**k for an integer k, with the map a -> k."""
     exponents = sorted({e.args[0] for e in expr.atoms(sp.exp)}, key=sp.default_sort_key)
-    if not exponents:
-        return None
-    u = exponents[0]
-    ratios = {}
-    for a in exponents:
-        ratio = sp.cancel(a / u)
-        if not (ratio.is_Integer and ratio != 0):
-            return None
-        ratios[a] = int(ratio)
-    return u, ratios
+    for u in exponents:
+        ratios = {a: sp.cancel(a / u) for a in exponents}
+        if all(r.is_Integer and r != 0 for r in ratios.values()):
+            return u, {a: int(r) for a, r in ratios.items()}
+    return None
+
+
+def difference_forms(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[str, sp.Expr]]:
+    """For f(x, y) that depends on exp(x), exp(y) only through x - y: sigmoid forms in x - y.
+
+    Substituting y = x - d and cancelling leaves a function of d alone when the
+    expression is homogeneous in exp(x) and exp(y) (logaddexp's derivatives are).
+    """
+    if len(args) != 2 or not expr.has(sp.exp):
+        return []
+    x, y = args
+    d = sp.Dummy("d", real=True)
+    reduced = sp.cancel(sp.together(sp.expand_power_exp(expr.subs(y, x - d))))
+    if reduced.has(x):
+        return []
+    return [(f"difference {label}", form.subs(d, x - y)) for label, form in sigmoid_forms(reduced)]
 
 
 def sigmoid_forms(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
@@ -57,7 +68,7 @@ def sigmoid_forms(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
         return []
     u, ratios = common
     s = sp.Dummy("s")
-    substituted = expr.subs({sp.exp(a): (s / (1 - s)) ** k for a, k in ratios.items()})
+    substituted = expr.xreplace({sp.exp(a): (s / (1 - s)) ** k for a, k in ratios.items()})
     if substituted.has(sp.exp) or not substituted.is_rational_function(s):
         return []
     factored = sp.factor(sp.cancel(sp.together(substituted)))
@@ -94,6 +105,7 @@ def candidates(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[str, sp
     for label, variant in _algebraic_variants(expr):
         raw.append((label, variant))
         raw += [(f"{label}+{name}", form) for name, form in sigmoid_forms(variant)]
+        raw += [(f"{label}+{name}", form) for name, form in difference_forms(variant, args)]
     seen: set[str] = set()
     out: list[tuple[str, sp.Expr]] = []
     for label, form in raw:
@@ -104,6 +116,7 @@ def candidates(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[str, sp
                 out.append((name, version))
     if len(args) == 1:
         out += series_forms(expr, args[0])
+        out.append(("series zero", sp.S.Zero))  # where the value underflows: exact, and no NaN
     return out
 
 

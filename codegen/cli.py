@@ -154,7 +154,7 @@ def verify_command(
         except SpecError as error:
             _fail_spec(error)
         rows += verify_spec(spec, out_dir, samples)
-    out.print(format_table(rows), markup=False)
+    print(format_table(rows))
     if json_path:
         write_json(rows, json_path)
     broken = [r for r in rows if r.tool == "hogen" and not r.figures.keeps_promise()]
@@ -164,7 +164,8 @@ def verify_command(
 def main() -> None:
     """Console entry point: exit 123 on anything unexpected."""
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)
+        sys.exit(code if isinstance(code, int) else 0)
     except typer.Exit as done:
         sys.exit(done.exit_code)
     except SystemExit:

@@ -118,6 +118,8 @@ def _tf_expr(op: str, operands, rename) -> str:
         if math.isinf(hi):
             return f"tf.math.maximum({a[0]}, {a[1]})"
         return f"tf.clip_by_value({a[0]}, {a[1]}, {a[2]})"
+    if op == "fill_like":
+        return f"tf.zeros_like({a[0]}) + {a[1]}"
     if op == "where_less":
         return f"tf.where({a[0]} < {a[1]}, {a[2]}, {a[3]})"
     return f"{FUNCTIONS[op].tf_name}({a[0]})"
@@ -194,10 +196,10 @@ def _value_body(forms: StableForms, prefix: str) -> list[str]:
     env = {s: s.name for s in (*spec.arg_symbols, *spec.param_symbols)}
     value = forms.choices[0].chosen.form
     program = lower_each([(value, env)], prefix)
-    lines = _program_lines(program, ["y"], spec.args[0])
+    lines = _program_lines(program, ["value"], spec.args[0])
     if not set(spec.arg_symbols) <= _symbols_of(value):
-        lines.append(f"y = y + tf.zeros_like({' + '.join(spec.args)})")
-    return lines + ["return y"]
+        lines.append(f"value = value + tf.zeros_like({' + '.join(spec.args)})")
+    return lines + ["return value"]
 
 
 def _symbols_of(form) -> set:
@@ -247,9 +249,9 @@ def _context(forms: StableForms) -> dict:
         "impl_params": ", ".join([*args, *params]),
         "impl_doc": _docstring(f"{spec.name} with custom derivatives of orders 1 to {spec.order}.",
                                ["The gradient is the Taylor jet of the stable forms in "
-                                "_{}_jet.".format(spec.name)]),
+                                f"_{spec.name}_jet."]),
         "forward": [*(f"{names.stopped(a)} = tf.stop_gradient({a})" for a in args),
-                    f"y = _{spec.name}_value({', '.join([*map(names.stopped, args), *params])})"],
+                    f"value = _{spec.name}_value({', '.join([*map(names.stopped, args), *params])})"],
         "backward": _backward(forms),
         "value_fn": f"_{spec.name}_value", "value_params": ", ".join([*args, *params]),
         "value_doc": _docstring(f"The value of {spec.name}.", _choice_doc(args, forms.choices[0],

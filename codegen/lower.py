@@ -123,8 +123,11 @@ def _lower_regimes(b: _Builder, regimes: Regimes, env) -> str | float:
     highs = (*regimes.bounds, float("inf"))
     values = []
     for form, low, high in zip(regimes.forms, lows, highs):
-        clipped = b.emit("clip", x, low, high)
-        values.append(_lower(b, form, {**env, regimes.arg: clipped}))
+        if regimes.arg in form.free_symbols:
+            value = _lower(b, form, {**env, regimes.arg: b.emit("clip", x, low, high)})
+        else:
+            value = _lower(b, form, env)
+        values.append(b.emit("fill_like", x, value) if isinstance(value, float) else value)
     out = values[-1]
     for bound, value in reversed(list(zip(regimes.bounds, values[:-1]))):
         out = b.emit("where_less", x, bound, value, out)

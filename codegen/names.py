@@ -13,7 +13,7 @@ import builtins
 import keyword
 
 MODULE_GLOBALS = frozenset({"tf", "np", "math", "functools"})
-GENERATED_LOCALS = frozenset({"dy", "grad", "upstream", "value", "dtype", "jet", "t", "y"})
+GENERATED_LOCALS = frozenset({"dy", "grad", "value", "dtype", "compute"})
 GRAMMAR_CONSTANTS = frozenset({"pi", "E", "e", "inf", "nan", "I", "oo"})
 
 RESERVED = (

@@ -56,8 +56,16 @@ def _apply(op: str, args: list[np.ndarray], dtype) -> np.ndarray:
         out = _UNARY[op](args[0])
     elif op == "clip":
         out = np.clip(args[0], args[1], args[2])
+    elif op == "fill_like":
+        out = np.full_like(args[0], args[1])
     elif op == "where_less":
         out = np.where(args[0] < args[1], args[2], args[3])
     else:
         out = FUNCTIONS[op].numpy_func(args[0])
-    return np.asarray(out, dtype=dtype)
+    return _flush_subnormals(np.asarray(out, dtype=dtype))
+
+
+def _flush_subnormals(values: np.ndarray) -> np.ndarray:
+    """TensorFlow on CPU flushes subnormal results to zero; so does the mirror."""
+    tiny = np.finfo(values.dtype).tiny
+    return np.where(np.abs(values) < tiny, np.zeros_like(values) * np.sign(values), values)

@@ -20,7 +20,7 @@ import numpy as np
 
 from codegen.lower import Regimes
 
-MAX_PIECES = 4
+MAX_PIECES = 5
 PIECE_PENALTY = 4.0
 MAX_FORMS = 8
 
@@ -99,6 +99,7 @@ def best_regimes(tried, bits: dict, points: dict, arg) -> RegimeChoice | None:
     """The best piecewise combination of the measured candidates, or None."""
     ranked = sorted(tried, key=lambda c: sum(np.nansum(bits[c.label][d]) for d in points))
     labels = [c.label for c in ranked[:MAX_FORMS]]
+    labels += [c.label for c in ranked[MAX_FORMS:] if c.label == "series zero"]
     forms = {c.label: c.form for c in ranked}
     x, cost = _merged(bits, points, labels)
     pieces = _split_points(MAX_PIECES, x, cost)

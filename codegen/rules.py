@@ -124,7 +124,8 @@ def _erfc(node):
         coeff, factor = term.as_independent(*term.free_symbols, as_Add=False)
         if factor.func is sp.erf and abs(coeff) == constant and constant != 0:
             sign = -1 if coeff > 0 else 1
-            return constant * sp.erfc(sign * factor.args[0]) + (rest - term)
+            # evaluate=False: SymPy would turn erfc(-u) back into 2 - erfc(u), the cancellation
+            return constant * sp.erfc(sign * factor.args[0], evaluate=False) + (rest - term)
     return None
 
 
