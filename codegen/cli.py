@@ -29,9 +29,9 @@ OUT = typer.Option(Path("generated"), "--out", help="Folder of generated modules
 
 
 def _fail_spec(error) -> None:
-    err.print(f"[red]error[/red]: {error}", markup=True)
+    err.print(f"error: {error}", markup=False)
     if getattr(error, "source_line", None):
-        err.print("  " + error.source_line, markup=False)
+        err.print("  " + error.source_line[:200], markup=False)
         err.print("  " + " " * max(error.col - 1, 0) + "^", markup=False)
     raise typer.Exit(EXIT_USAGE)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,14 +104,26 @@ def module_names(out: Path) -> list[str]:
     return sorted(h.module.stem for h in map(read_header, sorted(out.glob("*.py"))) if h)
 
 
+def _mode_for(path: Path) -> int:
+    """The permissions a written file gets: those of the file it replaces, else 0o666 less umask."""
+    try:
+        return stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
 def write_atomic(path: Path, text: str) -> bool:
     """Write `text` to `path` via a temp file and rename; False if it was already there."""
     path.parent.mkdir(parents=True, exist_ok=True)
     data = text.encode("utf-8")
     if path.exists() and path.read_bytes() == data:
         return False
+    mode = _mode_for(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, mode)  # mkstemp makes the file owner-only; keep the usual mode instead
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()

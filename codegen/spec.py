@@ -36,19 +36,21 @@ from codegen.names import collisions, is_reserved
 __all__ = ["KNOWN_KEYS", "SCHEMA", "Spec", "SpecError", "load_spec", "parse_expression",
            "parse_spec_text"]
 
-MAX_FILE, MAX_NAME, MAX_DOC, MAX_EXPR = 2**20, 64, 2000, 10_000
-MAX_ARGS, MAX_ORDER, MAX_DEPTH = 4, 4, 100
+MAX_FILE, MAX_NAME, MAX_DOC, MAX_EXPR = 2**16, 64, 2000, 10_000  # PyYAML reads ~100 kB/s
+MAX_ARGS, MAX_ORDER, MAX_DEPTH, MAX_NESTING = 4, 4, 100, 20
 MAX_INT_DIGITS, MAX_FLOAT_CHARS, MAX_EXPONENT, MAX_BITS = 30, 100, 64, 4096
 INF = math.inf
 _IDENT = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 _PLAIN_NUMBER = re.compile(r"[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?")
 _INF_WORDS = {"inf": INF, "+inf": INF, "-inf": -INF, ".inf": INF, "+.inf": INF, "-.inf": -INF}
+_BRACKETS = re.compile(r"[\[\]{}]")
 _LINE_BREAK = re.compile("\r\n|[\n\r\x85\u2028\u2029]")  # the breaks PyYAML counts lines by
 _YAML_TAG = "tag:yaml.org,2002:"
 _TAGS = {yaml.ScalarNode: {"str", "int", "float", "bool", "null", "timestamp"},
          yaml.SequenceNode: {"seq"}, yaml.MappingNode: {"map"}}
 _CONSTANTS = {"pi": sp.pi, "E": sp.E}
 _DOC_CONTROL = {"Cc", "Cf", "Cs", "Co", "Zl", "Zp"}
+_TOO_BIG = f"expected a spec of at most {MAX_FILE} bytes, got more"
 _SIZE_ERRORS = (RecursionError, MemoryError)
 _SYMPY_ERRORS = (ArithmeticError, ValueError, TypeError, AttributeError, *_SIZE_ERRORS)
 
@@ -140,15 +142,30 @@ class _Loader(yaml.SafeLoader):
 _CONSTRUCTOR = yaml.constructor.SafeConstructor()
 
 
+def _position(text: str, index: int) -> tuple[int, int]:
+    lines = _LINE_BREAK.split(text[:index])
+    return len(lines), len(lines[-1]) + 1
+
+
+def _check_nesting(text: str) -> None:
+    """PyYAML scans deep flow collections in quadratic time: refuse them before it starts."""
+    level = 0
+    for bracket in _BRACKETS.finditer(text):
+        level = level + 1 if bracket[0] in "[{" else max(level - 1, 0)
+        if level > MAX_NESTING:
+            _fail(_position(text, bracket.start()),
+                  f"invalid YAML: expected at most {MAX_NESTING} nested brackets, got more")
+
+
 def _compose(text: str) -> yaml.Node | None:
+    _check_nesting(text)
     try:
         return yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         _fail(mark or (1, 1), f"invalid YAML: {err.problem or err.context}")
     except yaml.reader.ReaderError as err:
-        lines = _LINE_BREAK.split(text[: err.position])
-        _fail((len(lines), len(lines[-1]) + 1),
+        _fail(_position(text, err.position),
               f"invalid YAML: unacceptable character {chr(err.character)!r}")
     except yaml.YAMLError as err:
         _fail((1, 1), f"invalid YAML: {type(err).__name__}")
@@ -552,9 +569,11 @@ def _validate(root: yaml.Node | None, lines: list[str]) -> dict:
         if key not in KNOWN_KEYS:
             _fail(key_node, f"unknown key {key!r}"
                             + (_close(key, KNOWN_KEYS) or f"; expected one of {expected}"))
-    missing = [field.key for field in _FIELDS if field.default is None and field.key not in entries]
+    required = [field.key for field in _FIELDS if field.default is None]
+    missing = [key for key in required if key not in entries]
     if missing:
-        _fail(root, f"expected the keys {', '.join(missing)}, got none")
+        _fail(root, f"expected the required keys {', '.join(required)}; missing: "
+                    + ", ".join(missing))
     ctx: dict = {"_lines": lines, "_names": {}}
     for field in _FIELDS:
         entry = entries.get(field.key)
@@ -571,7 +590,7 @@ def _spec(text: str, path: str, data: bytes) -> Spec:
     lines = _LINE_BREAK.split(text)
     try:
         if len(data) > MAX_FILE:
-            _fail((1, 1), f"expected a spec of at most {MAX_FILE} bytes, got {len(data)}")
+            _fail((1, 1), _TOO_BIG)
         values = _validate(_compose(text), lines)
     except _Invalid as bad:
         line, col = bad.where
@@ -594,7 +613,10 @@ def load_spec(path: str | pathlib.Path) -> Spec:
         with open(path, "rb") as handle:  # not read_bytes: /dev/zero must not fill memory
             data = handle.read(MAX_FILE + 1)
     except OSError as err:
-        raise SpecError(path, 1, 1, f"expected a readable file, got {err.strerror}") from None
+        reason = err.strerror or type(err).__name__
+        raise SpecError(path, 1, 1, f"expected a readable file, got {reason}") from None
+    if len(data) > MAX_FILE:
+        raise SpecError(path, 1, 1, _TOO_BIG)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:

@@ -87,9 +87,16 @@ GENERATED = {
     "minus_9000": (HEAD + "expr: " + "-" * 9000 + "x\n", "3:7: expr: expression nested too deeply"),
     "sum_3000": (HEAD + "expr: " + "x+" * 3000 + "x\n", "3:7: expr: expression nested too deeply"),
     "expr_1mb": (HEAD + "expr: " + "x+" * 500_000 + "x\n",
-                 "3:7: expr: expected 1..10000 characters"),
+                 "1:1: expected a spec of at most 65536 bytes"),
+    "expr_10001": (HEAD + "expr: " + "x+" * 5000 + "x\n",
+                   "3:7: expr: expected 1..10000 characters, got 10001"),
     "file_2mb": (HEAD + "expr: x\n" + "# padding\n" * 200_000, "1:1: expected a spec of at most"),
-    "yaml_deep": (HEAD + "expr: x\ndoc: " + "[" * 20_000 + "]" * 20_000 + "\n", "invalid YAML"),
+    "yaml_deep": (HEAD + "expr: x\ndoc: " + "[" * 1000 + "]" * 1000 + "\n",
+                  "4:26: invalid YAML: expected at most 20 nested brackets"),
+    "yaml_deep_wide": (HEAD + "expr: x\ndoc: " + "[" * 20 + "a, " * 15_000 + "]" * 20 + "\n",
+                       "4:6: doc: expected a string"),
+    "yaml_deep_blocks": (HEAD + "expr: x\ndoc:\n" + "".join(" " * i + "- \n" for i in range(300)),
+                         "5:1: doc: expected a string of 1..2000 characters, got a list of 1"),
     "surrogate": (HEAD + "expr: x\ndoc: a\udc80b\n", "4:7: invalid YAML: unacceptable character"),
     "bom": ("\ufeffname: f\nargs: [x]\nexpr: x\norder: 9\n", "4:8: order: expected an integer"),
     "crlf": (HEAD.replace("\n", "\r\n") + "order: 9\r\nexpr: x\r\n", "3:8: order: expected"),
@@ -170,9 +177,9 @@ SCALARS = st.one_of(
 )
 VALUES = st.recursive(SCALARS, lambda inner: st.one_of(
     st.lists(inner, max_size=5), st.dictionaries(st.one_of(st.text(max_size=8), SCALARS), inner,
-                                                 max_size=4)), max_leaves=12)
+                                                 max_size=3)), max_leaves=6)
 SPECS = st.dictionaries(st.one_of(st.sampled_from(KNOWN_KEYS), st.text(max_size=8)), VALUES,
-                        max_size=8)
+                        max_size=7)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -190,3 +197,11 @@ def test_random_near_valid_specs(args, order, lo, hi, expr):
     spec = {"name": "f", "args": args, "expr": expr, "order": order,
             "domain": {arg: [lo, hi] for arg in args[:1]}}
     parse_or_error(yaml.safe_dump(spec))
+
+
+def test_big_binary_file_is_too_big_not_undecodable(tmp_path):
+    path = tmp_path / "big.yaml"
+    path.write_bytes(b"\xff" * (2**16 + 10))
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    assert "1:1: expected a spec of at most 65536 bytes" in check_error(info.value, str(path))
