@@ -171,12 +171,10 @@ def main() -> None:
     except SystemExit:
         raise
     except Exception as error:  # noqa: BLE001 - the one place internal errors become exit 123
-        import click
-
-        if isinstance(error, click.exceptions.UsageError):
+        if hasattr(error, "show") and hasattr(error, "exit_code"):  # a usage error from typer
             error.show()
             sys.exit(EXIT_USAGE)
-        if isinstance(error, click.exceptions.Abort):
+        if isinstance(error, typer.Abort):
             sys.exit(EXIT_USAGE)
         err.print(f"internal error: {type(error).__name__}: {error}", markup=False)
         sys.exit(EXIT_INTERNAL)

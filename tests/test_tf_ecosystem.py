@@ -1,0 +1,339 @@
+"""The generated ops in the TF ecosystem: Keras 3, SavedModel, tf.distribute, tracing, XLA.
+
+Expected values come from closed forms in NumPy float64 (sigmoid(x) = 1 / (1 + exp(-x)),
+f'' = e^-x / (1 + e^-x)^2), never from the generated ops.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import keras
+import numpy as np
+import pytest
+from conftest_tf import (
+    REPO_ROOT,
+    as_numpy,
+    log1pexp,
+    logaddexp,
+    needs_logaddexp,
+    partials2,
+    sigmoid,
+    softplus_d2_large,
+    softplus_derivs,
+    tape_derivs,
+    tf,
+)
+
+
+def _dense_reference(x, layer):
+    kernel, bias = (np.asarray(w, dtype=np.float64) for w in layer.get_weights())
+    z = np.asarray(x, dtype=np.float64) @ kernel + bias
+    return np.log1p(np.exp(z))
+
+
+# --- Keras 3 -------------------------------------------------------------------------------------
+
+
+def test_keras_dense_activation_and_activation_layer():
+    keras.utils.set_random_seed(0)
+    x = np.random.default_rng(0).normal(size=(5, 3)).astype(np.float32)
+    dense = keras.layers.Dense(4, activation=log1pexp)
+    out = dense(x)
+    assert out.shape == (5, 4) and out.dtype == tf.float32
+    np.testing.assert_allclose(out.numpy(), _dense_reference(x, dense), rtol=1e-5, atol=1e-6)
+
+    act = keras.layers.Activation(log1pexp)
+    z = np.linspace(-6.0, 6.0, 13).astype(np.float32).reshape(1, -1)
+    np.testing.assert_allclose(act(z).numpy(), softplus_derivs(z)[0], rtol=1e-6, atol=1e-7)
+
+
+def _tiny_model():
+    return keras.Sequential(
+        [
+            keras.Input((3,)),
+            keras.layers.Dense(8, activation=log1pexp),
+            keras.layers.Activation(log1pexp),
+            keras.layers.Dense(1),
+        ]
+    )
+
+
+def test_keras_model_fit_two_epochs():
+    keras.utils.set_random_seed(1)
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(64, 3)).astype(np.float32)
+    y = rng.normal(size=(64, 1)).astype(np.float32)
+    model = _tiny_model()
+    model.compile(optimizer=keras.optimizers.SGD(0.01), loss="mse")
+    history = model.fit(x, y, epochs=2, batch_size=16, verbose=0)
+    losses = history.history["loss"]
+    assert len(losses) == 2 and np.all(np.isfinite(losses))
+
+
+def test_keras_gradient_penalty_step():
+    """Loss uses d(model output)/d(input): tape inside tape; every weight gets a finite gradient."""
+    keras.utils.set_random_seed(2)
+    rng = np.random.default_rng(2)
+    x = tf.constant(rng.normal(size=(16, 3)).astype(np.float32))
+    y = tf.constant(rng.normal(size=(16, 1)).astype(np.float32))
+    model = _tiny_model()
+    model(x)  # build
+    with tf.GradientTape() as outer:
+        with tf.GradientTape() as inner:
+            inner.watch(x)
+            pred = model(x, training=True)
+        dpred_dx = inner.gradient(pred, x)
+        penalty = tf.reduce_mean((tf.norm(dpred_dx, axis=1) - 1.0) ** 2)
+        loss = tf.reduce_mean((pred - y) ** 2) + 10.0 * penalty
+    grads = outer.gradient(loss, model.trainable_variables)
+    assert len(grads) == len(model.trainable_variables) == 4
+    for var, grad in zip(model.trainable_variables, grads, strict=True):
+        assert grad is not None, var.path
+        assert np.all(np.isfinite(grad.numpy())), var.path
+    # the penalty alone reaches the first layer's kernel only through f'' of the activation
+    with tf.GradientTape() as outer:
+        with tf.GradientTape() as inner:
+            inner.watch(x)
+            pred = model(x)
+        penalty = tf.reduce_sum(inner.gradient(pred, x))
+    g_kernel = outer.gradient(penalty, model.layers[0].kernel)
+    assert g_kernel is not None and np.any(g_kernel.numpy() != 0.0)
+
+
+def test_keras_mixed_float16():
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        keras.utils.set_random_seed(3)
+        layer = keras.layers.Dense(4, activation=log1pexp)
+        x = tf.constant(np.random.default_rng(3).normal(size=(6, 3)).astype(np.float32))
+        with tf.GradientTape() as tape:
+            out = layer(x)
+            loss = tf.reduce_sum(tf.cast(out, tf.float32))
+        grads = tape.gradient(loss, layer.trainable_variables)
+        assert out.dtype == tf.float16
+        np.testing.assert_allclose(
+            tf.cast(out, tf.float64).numpy(), _dense_reference(x, layer), rtol=3e-3, atol=3e-3
+        )
+        assert len(grads) == 2
+        for grad in grads:
+            assert grad is not None and np.all(np.isfinite(grad.numpy()))
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+
+
+# --- SavedModel ----------------------------------------------------------------------------------
+
+
+class _Softplus(tf.Module):
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
+    def f(self, x):
+        return log1pexp(x)
+
+
+def test_saved_model_keeps_stable_second_derivative(tmp_path):
+    path = str(tmp_path / "softplus")
+    tf.saved_model.save(_Softplus(), path)  # default options: custom gradients saved
+    loaded = tf.saved_model.load(path)
+    xs = np.array([30.0, 1.0, -2.0], dtype=np.float32)
+    f, d1, d2, d3 = as_numpy(tape_derivs(loaded.f, tf.constant(xs), 3))
+    np.testing.assert_allclose(f, softplus_derivs(xs)[0], rtol=1e-6)
+    np.testing.assert_allclose(d1, sigmoid(xs), rtol=1e-6)
+    assert d2[0] != 0.0
+    np.testing.assert_allclose(d2[0], softplus_d2_large(30.0), rtol=1e-5)
+    np.testing.assert_allclose(d2[0], 9.357623e-14, rtol=1e-5)
+    np.testing.assert_allclose(d2[1], 0.19661193, rtol=1e-6)
+    np.testing.assert_allclose(d2[1:], softplus_derivs(xs[1:])[2], rtol=1e-5)
+    np.testing.assert_allclose(d3[1:], softplus_derivs(xs[1:])[3], rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(d3[0], -softplus_d2_large(30.0), rtol=1e-5)
+
+
+def test_keras_model_saved_and_reloaded(tmp_path):
+    keras.utils.set_random_seed(4)
+    model = _tiny_model()
+    x = np.random.default_rng(4).normal(size=(7, 3)).astype(np.float32)
+    before = model.predict(x, verbose=0)
+    path = tmp_path / "tiny.keras"
+    model.save(path)
+    reloaded = keras.models.load_model(path, custom_objects={"log1pexp": log1pexp})
+    after = reloaded.predict(x, verbose=0)
+    np.testing.assert_array_equal(after, before)
+    assert reloaded.layers[0].activation is log1pexp
+
+
+# --- tf.distribute -------------------------------------------------------------------------------
+
+_MIRRORED_SCRIPT = textwrap.dedent(
+    """
+    import json, os, sys
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    sys.path.insert(0, sys.argv[1])
+    import numpy as np
+    import tensorflow as tf
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration()] * 2
+    )
+    from generated import log1pexp
+
+    X = np.linspace(-2.0, 3.0, 8)
+    W0, LR = 0.7, 0.5
+
+    def loss_fn(w, x, global_batch):
+        # mean over the global batch of d2/dx2 log1pexp(w x) = w^2 f''(w x)
+        with tf.GradientTape() as t2:
+            t2.watch(x)
+            with tf.GradientTape() as t1:
+                t1.watch(x)
+                y = tf.reduce_sum(log1pexp(w * x))
+            g = t1.gradient(y, x)
+        h = t2.gradient(g, x)
+        return tf.reduce_sum(h) / global_batch
+
+    def grad_fn(w, x, global_batch):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(w, x, global_batch)
+        return tape.gradient(loss, w)
+
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    with strategy.scope():
+        w_dist = tf.Variable(W0, dtype=tf.float64)
+    dataset = tf.data.Dataset.from_tensor_slices(X).batch(len(X))
+    dist_batch = next(iter(strategy.experimental_distribute_dataset(dataset)))
+
+    @tf.function
+    def dist_step(batch):
+        per_replica = strategy.run(grad_fn, args=(w_dist, batch, float(len(X))))
+        grad = strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
+        w_dist.assign_sub(LR * grad)
+        return grad
+
+    replica_sizes = [int(t.shape[0]) for t in strategy.experimental_local_results(dist_batch)]
+    dist_grad = dist_step(dist_batch)
+
+    w_one = tf.Variable(W0, dtype=tf.float64)
+
+    @tf.function
+    def one_step(x):
+        grad = grad_fn(w_one, x, float(len(X)))
+        w_one.assign_sub(LR * grad)
+        return grad
+
+    one_grad = one_step(tf.constant(X))
+    print(json.dumps({
+        "replicas": strategy.num_replicas_in_sync,
+        "replica_sizes": replica_sizes,
+        "dist_w": float(w_dist.numpy()), "one_w": float(w_one.numpy()),
+        "dist_grad": float(dist_grad), "one_grad": float(one_grad),
+    }))
+    """
+)
+
+
+def test_mirrored_strategy_matches_single_device():
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    proc = subprocess.run(
+        [sys.executable, "-c", _MIRRORED_SCRIPT, str(REPO_ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=env,
+        cwd=REPO_ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["replicas"] == 2
+    assert result["replica_sizes"] == [4, 4]
+    np.testing.assert_allclose(result["dist_w"], result["one_w"], rtol=1e-12)
+    np.testing.assert_allclose(result["dist_grad"], result["one_grad"], rtol=1e-12)
+
+    # closed form: L(w) = mean w^2 s(1-s), s = sigmoid(w x);
+    # dL/dw = mean[2 w s(1-s) + w^2 x s(1-s)(1-2s)]
+    xs, w0, lr = np.linspace(-2.0, 3.0, 8), 0.7, 0.5
+    s = sigmoid(w0 * xs)
+    grad = np.mean(2 * w0 * s * (1 - s) + w0**2 * xs * s * (1 - s) * (1 - 2 * s))
+    np.testing.assert_allclose(result["one_grad"], grad, rtol=1e-12)
+    np.testing.assert_allclose(result["dist_w"], w0 - lr * grad, rtol=1e-12)
+
+
+# --- tracing and XLA -----------------------------------------------------------------------------
+
+
+def test_tf_function_traces_once_per_signature():
+    traces = []
+
+    @tf.function
+    def step(x):
+        traces.append(x.dtype)
+        return tape_derivs(log1pexp, x, 2)
+
+    for start in (0.0, 1.0, -2.0):
+        step(tf.constant(np.linspace(start, start + 1.0, 5), tf.float32))
+    assert len(traces) == 1
+    assert step.experimental_get_tracing_count() == 1
+    step(tf.constant(np.zeros(5), tf.float64))  # a new dtype is a new signature
+    assert step.experimental_get_tracing_count() == 2
+
+
+def test_xla_log1pexp_value_and_two_derivatives():
+    xs = np.array([-20.0, -3.0, 0.0, 1.0, 4.5, 30.0])
+    run = tf.function(lambda x: tape_derivs(log1pexp, x, 2), jit_compile=True)
+    f, d1, d2 = as_numpy(run(tf.constant(xs, tf.float64)))
+    want = softplus_derivs(xs)
+    np.testing.assert_allclose(f, want[0], rtol=1e-14)
+    np.testing.assert_allclose(d1, want[1], rtol=1e-14)
+    np.testing.assert_allclose(d2, want[2], rtol=1e-12)
+    _, _, d2_32 = as_numpy(run(tf.constant(xs, tf.float32)))
+    np.testing.assert_allclose(d2_32[-1], 9.357623e-14, rtol=1e-5)
+
+
+@needs_logaddexp
+def test_xla_logaddexp_value_and_two_derivatives():
+    xv = np.array([-3.0, 0.0, 2.0, 800.0, -800.0])
+    yv = np.array([1.0, 0.0, -1.5, 799.0, -801.0])
+    run = tf.function(partials2, jit_compile=True)
+    got = as_numpy(run(logaddexp, tf.constant(xv), tf.constant(yv)))
+    d = xv - yv
+    s = sigmoid(d)
+    m = np.maximum(xv, yv)
+    np.testing.assert_allclose(got["f"], m + np.log1p(np.exp(-np.abs(d))), rtol=1e-14)
+    np.testing.assert_allclose(got["x"], s, rtol=1e-14)
+    np.testing.assert_allclose(got["y"], 1 - s, rtol=1e-14)
+    np.testing.assert_allclose(got["xx"], s * (1 - s), rtol=1e-12)
+    np.testing.assert_allclose(got["xy"], -s * (1 - s), rtol=1e-12)
+    np.testing.assert_allclose(got["yx"], -s * (1 - s), rtol=1e-12)
+    np.testing.assert_allclose(got["yy"], s * (1 - s), rtol=1e-12)
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["function", "xla"])
+def test_saved_function_also_runs_under_xla(jit, tmp_path):
+    """A loaded SavedModel function composes with a new (XLA) tf.function and its tapes."""
+    path = str(tmp_path / "softplus")
+    tf.saved_model.save(_Softplus(), path)
+    loaded = tf.saved_model.load(path)
+    run = tf.function(lambda x: tape_derivs(loaded.f, x, 2), jit_compile=jit)
+    _, d1, d2 = as_numpy(run(tf.constant([1.0, 30.0], tf.float32)))
+    np.testing.assert_allclose(d1, sigmoid([1.0, 30.0]), rtol=1e-6)
+    np.testing.assert_allclose(d2, [0.19661193, 9.357623e-14], rtol=1e-5)
+
+
+@needs_logaddexp
+def test_xla_logaddexp_broadcast_gradients():
+    xv, yv = np.array([[-1.0], [0.5], [2.0]]), np.array([[-2.0, 0.0, 1.0, 3.0]])
+
+    @tf.function(jit_compile=True)
+    def grads(x, y):
+        with tf.GradientTape() as tape:
+            tape.watch([x, y])
+            f = tf.reduce_sum(logaddexp(x, y))
+        return tape.gradient(f, [x, y])
+
+    g_x, g_y = grads(tf.constant(xv), tf.constant(yv))
+    s = sigmoid(xv - yv)
+    assert g_x.shape == (3, 1) and g_y.shape == (1, 4)
+    np.testing.assert_allclose(g_x.numpy(), s.sum(axis=1, keepdims=True), rtol=1e-13)
+    np.testing.assert_allclose(g_y.numpy(), (1 - s).sum(axis=0, keepdims=True), rtol=1e-13)
