@@ -287,7 +287,7 @@ def _compile(expr: sp.Expr, symbols: tuple[sp.Symbol, ...]) -> _Program:
             slots[node] = len(slots)
         return slots[node]
 
-    root = visit(sp.sympify(expr))
+    root = visit(expr if isinstance(expr, sp.Basic) else sp.Float(expr))  # never parses text
     return _Program(len(symbols), leaves, tuple(ops), root)
 
 
