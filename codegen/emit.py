@@ -154,10 +154,10 @@ def _grad_lines(args: tuple[str, ...], order: int) -> list[str]:
 def _backward(forms: StableForms) -> list[str]:
     spec = forms.spec
     args, order = spec.args, spec.order
-    lines = [f"{names.stopped(a)} = tf.stop_gradient({a})" for a in args]
-    lines += [f"{names.tangent(a)} = {a} - {names.stopped(a)}" for a in args]
-    lines += [f"{names.shifted(a)} = {names.stopped(a)} + {names.tangent(a)} / {float(order)!r}"
-              for a in args]
+    lines = [f"{names.tangent(a)} = tf.where(tf.math.is_inf({names.stopped(a)}), "
+              f"tf.zeros_like({names.stopped(a)}), {a} - {names.stopped(a)})" for a in args]
+    lines += [f"{names.shifted(a)} = _nan_free_gradient({names.stopped(a)} + "
+              f"{names.tangent(a)} / {float(order)!r})" for a in args]
     partials = [c.index for c in forms.choices if sum(c.index) > 0]
     outs = ", ".join(names.partial(args, idx) for idx in partials)
     lines.append(f"{outs}{',' if len(partials) == 1 else ''} = {_jet_call(spec)}")
@@ -241,7 +241,8 @@ def _context(forms: StableForms) -> dict:
                                  f"{spec.order}.", _wrap(spec.doc, ""), indent=""),
         "compute_dtypes": ["tf.float16: tf.float32,", "tf.bfloat16: tf.float32,",
                            f"tf.float32: {wide},", "tf.float64: tf.float64,"],
-        "signature": signature, "arg_list": ", ".join(args), "public_doc": _public_doc(forms),
+        "signature": signature, "arg_list": ", ".join(args),
+        "arg_targets": f"({args[0]},)" if len(args) == 1 else f"({', '.join(args)})", "public_doc": _public_doc(forms),
         "param_casts": [f"{p} = tf.cast({p}, compute)" for p in params],
         "impl": names.impl(spec.name),
         "impl_call": ", ".join([*args, *params]),
@@ -262,7 +263,8 @@ def _context(forms: StableForms) -> dict:
         "jet_doc": _docstring(f"Derivatives of orders 1 to {spec.order} at the stopped inputs "
                               f"(order {spec.order} at {last}).", jet_doc),
         "jet_body": _jet_body(forms, prefix),
-        "helpers": [render("helper_float_inputs.py.j2", {}).rstrip("\n")]
+        "helpers": [render("helper_float_inputs.py.j2", {}).rstrip("\n"),
+                    render("helper_nan_free_gradient.py.j2", {}).rstrip("\n")]
         + ([render("helper_sum_to.py.j2", {}).rstrip("\n")] if len(args) > 1 else []),
     }
 

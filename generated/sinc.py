@@ -50,9 +50,8 @@ def _sinc_op(x):
     value = _sinc_value(x0)
 
     def grad(dy):
-        x0 = tf.stop_gradient(x)
-        t_x = x - x0
-        x_last = x0 + t_x / 2.0
+        t_x = tf.where(tf.math.is_inf(x0), tf.zeros_like(x0), x - x0)
+        x_last = _nan_free_gradient(x0 + t_x / 2.0)
         d_x, d_xx = _sinc_jet(x0, x_last)
         g_x = (
             d_x
@@ -250,3 +249,18 @@ def _float_inputs(op, *values):
                 f"got {', '.join(t.dtype.name for t in tensors)}"
             )
     return tensors, tensors[0].dtype
+
+
+@tf.custom_gradient
+def _nan_free_gradient(x):
+    """Identity whose gradient turns NaN into 0.
+
+    The last form is evaluated at `x0 + t / order` only so that autodiff one order beyond
+    differentiates it; at the custom orders that path carries a zero cotangent, which the
+    form's own backward pass can turn into NaN (0 * inf). It must not reach the result.
+    """
+
+    def grad(dy):
+        return tf.where(tf.math.is_nan(dy), tf.zeros_like(dy), dy)
+
+    return tf.identity(x), grad
