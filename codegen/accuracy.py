@@ -42,8 +42,19 @@ try:
 except ImportError:  # pragma: no cover - older SymPy
     logaddexp = None
 
-__all__ = ["DTYPES", "MEAN_LIMIT", "P99_LIMIT", "Figures", "sample_points", "ordinal",
-           "reference", "default_cache_dir", "bits_error", "failure_mask", "figures"]
+__all__ = [
+    "DTYPES",
+    "MEAN_LIMIT",
+    "P99_LIMIT",
+    "Figures",
+    "sample_points",
+    "ordinal",
+    "reference",
+    "default_cache_dir",
+    "bits_error",
+    "failure_mask",
+    "figures",
+]
 
 DTYPES = ("float32", "float64")
 MEAN_LIMIT = 1.5
@@ -150,8 +161,9 @@ def _unique_rows(rows: np.ndarray) -> np.ndarray:
     return rows[np.sort(np.unique(rows, axis=0, return_index=True)[1])]
 
 
-def sample_points(domain: tuple[tuple[float, float], ...], dtype: str, n: int = 2000,
-                  seed: int = 0) -> np.ndarray:
+def sample_points(
+    domain: tuple[tuple[float, float], ...], dtype: str, n: int = 2000, seed: int = 0
+) -> np.ndarray:
     """Up to n unique points, shape (m, len(domain)), in `dtype`; the same for the same seed.
 
     Specials first (several args: their combinations, at most n // 5 rows), then rows whose
@@ -207,16 +219,42 @@ def _method(name: str):
 
 
 _EXP, _LOG1P = _method("exp"), _method("log1p")
-_ARB_FUNCS = {name: _method(name) for name in (
-    "exp", "log", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
-    "asinh", "acosh", "atanh", "erf", "erfc", "log1p", "expm1")} | {
-    "abs": abs, "sigmoid": lambda u: _sigmoid(u, _EXP),
+_ARB_FUNCS = {
+    name: _method(name)
+    for name in (
+        "exp",
+        "log",
+        "sin",
+        "cos",
+        "tan",
+        "asin",
+        "acos",
+        "atan",
+        "sinh",
+        "cosh",
+        "tanh",
+        "asinh",
+        "acosh",
+        "atanh",
+        "erf",
+        "erfc",
+        "log1p",
+        "expm1",
+    )
+} | {
+    "abs": abs,
+    "sign": lambda u: u.sgn(),
+    "sigmoid": lambda u: _sigmoid(u, _EXP),
     "softplus": lambda u: _softplus(u, _EXP, _LOG1P),
-    "logaddexp": lambda a, b: a + _softplus(b - a, _EXP, _LOG1P)}
+    "logaddexp": lambda a, b: a + _softplus(b - a, _EXP, _LOG1P),
+}
 _OVERFLOWS = frozenset({"exp", "expm1", "sinh", "cosh"})
 _OUTSIDE = {  # true where the operand surely lies outside the function's real domain
-    "log": lambda u: u < 0, "log1p": lambda u: u < -1, "acosh": lambda u: u < 1,
-    **dict.fromkeys(("asin", "acos", "atanh"), lambda u: u < -1 or u > 1)}
+    "log": lambda u: u < 0,
+    "log1p": lambda u: u < -1,
+    "acosh": lambda u: u < 1,
+    **dict.fromkeys(("asin", "acos", "atanh"), lambda u: u < -1 or u > 1),
+}
 
 
 @dataclass(frozen=True)
@@ -243,10 +281,15 @@ def _pow_op(base: int, e: sp.Expr, visit) -> _Op:
         return _Op(lambda u: u**k, (base,))
     if e.is_Rational:
         p, q = int(e.p), int(e.q)
-        return _Op(lambda u: (u.sqrt() if q == 2 else u.root(q)) ** p, (base,),
-                   outside=lambda u: u < 0)
-    return _Op(lambda u, v: (v * u.log()).exp(), (base, visit(e)), overflows=True,
-               outside=lambda u, v: u < 0)
+        return _Op(
+            lambda u: (u.sqrt() if q == 2 else u.root(q)) ** p, (base,), outside=lambda u: u < 0
+        )
+    return _Op(
+        lambda u, v: (v * u.log()).exp(),
+        (base, visit(e)),
+        overflows=True,
+        outside=lambda u, v: u < 0,
+    )
 
 
 def _extremum_op(node: sp.Expr, visit) -> _Op:
@@ -265,14 +308,17 @@ def _op_for(node: sp.Expr, visit) -> _Op:
         return _Op(lambda *a: fold(a), tuple(visit(a) for a in node.args))
     if isinstance(node, sp.Pow):
         return _pow_op(visit(node.args[0]), node.args[1], visit)
+    if isinstance(node, sp.UnevaluatedExpr):
+        return _Op(lambda u: u, (visit(node.args[0]),))
     if isinstance(node, (sp.Max, sp.Min)):
         return _extremum_op(node, visit)
     is_lae = logaddexp is not None and isinstance(node, logaddexp)
     name = "logaddexp" if is_lae else getattr(by_class(node.func), "name", None)
     if name not in _ARB_FUNCS:
         raise TypeError(f"reference cannot evaluate {type(node).__name__}: {node}")
-    return _Op(_ARB_FUNCS[name], tuple(visit(a) for a in node.args), name in _OVERFLOWS,
-               _OUTSIDE.get(name))
+    return _Op(
+        _ARB_FUNCS[name], tuple(visit(a) for a in node.args), name in _OVERFLOWS, _OUTSIDE.get(name)
+    )
 
 
 def _compile(expr: sp.Expr, symbols: tuple[sp.Symbol, ...]) -> _Program:
@@ -345,8 +391,9 @@ def _precision(prec: int):
         flint.ctx.prec = saved
 
 
-def _evaluate(expr: sp.Expr, symbols: tuple[sp.Symbol, ...], points: np.ndarray,
-              dtype: str) -> np.ndarray:
+def _evaluate(
+    expr: sp.Expr, symbols: tuple[sp.Symbol, ...], points: np.ndarray, dtype: str
+) -> np.ndarray:
     """The reference, uncached: arb at doubling precision, then limits where an operand is 0."""
     prog = _compile(expr, symbols)
     rows = [tuple(float(v) for v in row) for row in points]
@@ -367,9 +414,12 @@ def _evaluate(expr: sp.Expr, symbols: tuple[sp.Symbol, ...], points: np.ndarray,
 
 def _plain(expr: sp.Expr) -> sp.Expr:
     """`expr` in functions SymPy's `limit` knows."""
-    return (expr.replace(sigmoid, lambda u: 1 / (1 + sp.exp(-u)))
-            .replace(softplus, lambda u: sp.log(1 + sp.exp(u)))
-            .replace(log1p, lambda u: sp.log(1 + u)).replace(expm1, lambda u: sp.exp(u) - 1))
+    return (
+        expr.replace(sigmoid, lambda u: 1 / (1 + sp.exp(-u)))
+        .replace(softplus, lambda u: sp.log(1 + sp.exp(u)))
+        .replace(log1p, lambda u: sp.log(1 + u))
+        .replace(expm1, lambda u: sp.exp(u) - 1)
+    )
 
 
 @functools.lru_cache(maxsize=512)
@@ -406,8 +456,14 @@ def _save_atomic(path: Path, array: np.ndarray) -> None:
         raise
 
 
-def reference(expr: sp.Expr, symbols: tuple[sp.Symbol, ...], points: np.ndarray, dtype: str,
-              *, cache_dir: Path | None = None) -> np.ndarray:
+def reference(
+    expr: sp.Expr,
+    symbols: tuple[sp.Symbol, ...],
+    points: np.ndarray,
+    dtype: str,
+    *,
+    cache_dir: Path | None = None,
+) -> np.ndarray:
     """The exact value of expr at each row of points, correctly rounded to dtype.
 
     0.0 where it rounds below the smallest normal, ±inf where it overflows, NaN where it has
@@ -419,8 +475,14 @@ def reference(expr: sp.Expr, symbols: tuple[sp.Symbol, ...], points: np.ndarray,
     pts, symbols = (pts.reshape(len(pts), -1) if pts.ndim == 1 else pts), tuple(symbols)
     if cache_dir is None:
         return _evaluate(expr, symbols, pts, dtype)
-    parts = [_CACHE_VERSION, sp.srepr(expr), ",".join(s.name for s in symbols), dtype,
-             pts.dtype.str, str(pts.shape)]
+    parts = [
+        _CACHE_VERSION,
+        sp.srepr(expr),
+        ",".join(s.name for s in symbols),
+        dtype,
+        pts.dtype.str,
+        str(pts.shape),
+    ]
     key = hashlib.sha256("\0".join(map(str, parts)).encode() + pts.tobytes()).hexdigest()
     path = Path(cache_dir) / f"{key}.npy"
     with contextlib.suppress(OSError, ValueError):
@@ -437,8 +499,14 @@ def bits_error(approx: np.ndarray, exact: np.ndarray, dtype: str) -> np.ndarray:
     a, e = np.asarray(approx).astype(t), np.asarray(exact).astype(t)
     oa, oe = ordinal(a), ordinal(e)
     same_side = np.abs(oa - oe).astype(np.float64)  # exact in int64 when signs agree
-    bits = np.log2(1.0 + np.where((oa >= 0) == (oe >= 0), same_side,
-                                  np.abs(oa).astype(np.float64) + np.abs(oe).astype(np.float64)))
+    bits = np.log2(
+        1.0
+        + np.where(
+            (oa >= 0) == (oe >= 0),
+            same_side,
+            np.abs(oa).astype(np.float64) + np.abs(oe).astype(np.float64),
+        )
+    )
     with np.errstate(invalid="ignore"):
         bits[(e == 0) & (np.abs(a) < tiny)] = 0.0
         bits[np.isfinite(e) & ~np.isfinite(a)] = width
@@ -462,5 +530,9 @@ def figures(approx: np.ndarray, exact: np.ndarray, dtype: str) -> Figures:
     if not scored.any():
         return Figures(0.0, 0.0, 0, 0)
     bits = bits_error(approx, exact, dtype)[scored]
-    return Figures(float(bits.mean()), float(np.percentile(bits, 99, method="higher")),
-                   int(failure_mask(approx, exact, dtype)[scored].sum()), int(scored.sum()))
+    return Figures(
+        float(bits.mean()),
+        float(np.percentile(bits, 99, method="higher")),
+        int(failure_mask(approx, exact, dtype)[scored].sum()),
+        int(scored.sum()),
+    )

@@ -57,6 +57,24 @@ def difference_forms(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[s
     return [(f"difference {label}", form.subs(d, x - y)) for label, form in sigmoid_forms(reduced)]
 
 
+def _absorbed(node: sp.Expr) -> sp.Expr:
+    """c*F*exp(u) -> sign(c*F)*exp(u + log|c*F|): no underflow of exp(u) before the product."""
+    exps = [f for f in node.args if f.func is sp.exp]
+    rest = sp.Mul(*[f for f in node.args if f.func is not sp.exp])
+    if len(exps) != 1 or rest.is_number:
+        return node
+    exponent = sp.UnevaluatedExpr(exps[0].args[0] + sp.log(sp.Abs(rest)))  # SymPy would undo it
+    return sp.sign(rest) * sp.exp(exponent)
+
+
+def absorbed_forms(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
+    """Products with an exp written as one exp, for tails where exp(u) alone underflows."""
+    if not expr.has(sp.exp):
+        return []
+    form = expr.replace(lambda n: n.is_Mul and any(f.func is sp.exp for f in n.args), _absorbed)
+    return [] if form == expr else [("absorb exp", form)]
+
+
 def sigmoid_forms(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
     """Write a function rational in exp(u) as a rational function of sigmoid(u) and sigmoid(-u).
 
@@ -73,8 +91,10 @@ def sigmoid_forms(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
         return []
     factored = sp.factor(sp.cancel(sp.together(substituted)))
     out = []
-    for label, form in (("sigmoid", factored.subs(s, sigmoid(u))),
-                        ("sigmoid(-u)", factored.subs(s, 1 - sigmoid(-u)))):
+    for label, form in (
+        ("sigmoid", factored.subs(s, sigmoid(u))),
+        ("sigmoid(-u)", factored.subs(s, 1 - sigmoid(-u))),
+    ):
         out.append((label, form))
     return out
 
@@ -100,12 +120,13 @@ def series_forms(expr: sp.Expr, arg: sp.Symbol, point: int = 0) -> list[tuple[st
 
 
 def candidates(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[str, sp.Expr]]:
-    """Every candidate form of `expr`, rules applied to each, duplicates removed, in a fixed order."""
+    """Every candidate form of `expr`, rules applied to each, without duplicates, in fixed order."""
     raw: list[tuple[str, sp.Expr]] = []
     for label, variant in _algebraic_variants(expr):
         raw.append((label, variant))
         raw += [(f"{label}+{name}", form) for name, form in sigmoid_forms(variant)]
         raw += [(f"{label}+{name}", form) for name, form in difference_forms(variant, args)]
+        raw += [(f"{label}+{name}", form) for name, form in absorbed_forms(variant)]
     seen: set[str] = set()
     out: list[tuple[str, sp.Expr]] = []
     for label, form in raw:

@@ -18,8 +18,11 @@ from rich.console import Console
 
 from codegen import outputs
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
-                  help="Generate TensorFlow ops with numerically stable custom derivatives.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Generate TensorFlow ops with numerically stable custom derivatives.",
+)
 err = Console(stderr=True, highlight=False)
 out = Console(highlight=False)
 
@@ -64,8 +67,9 @@ def _render(spec_paths: list[Path], verbose: bool) -> dict[Path, str]:
 
 def _diff(path: Path, new: str) -> str:
     old = path.read_text(encoding="utf-8") if path.exists() else ""
-    return "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True),
-                                        str(path), str(path)))
+    return "".join(
+        difflib.unified_diff(old.splitlines(True), new.splitlines(True), str(path), str(path))
+    )
 
 
 @app.command("build")
@@ -90,16 +94,22 @@ def build_command(
         texts = [_diff(out_dir / name, text) for name, text in sorted(rendered.items())]
         out.print("".join(texts), end="", markup=False)
         raise typer.Exit(EXIT_STALE if any(texts) else 0)
-    written = [name for name, text in sorted(rendered.items())
-               if outputs.write_atomic(out_dir / name, text)]
+    written = [
+        name
+        for name, text in sorted(rendered.items())
+        if outputs.write_atomic(out_dir / name, text)
+    ]
     for module in plan.extra:
         module.unlink()
     from codegen.emit import render_init
 
     outputs.write_atomic(out_dir / outputs.INIT_NAME, render_init(outputs.module_names(out_dir)))
     if not quiet:
-        out.print(f"{len(written)} built, {len(spec_paths) - len(written)} unchanged, "
-                  f"{len(plan.extra)} removed", markup=False)
+        out.print(
+            f"{len(written)} built, {len(spec_paths) - len(written)} unchanged, "
+            f"{len(plan.extra)} removed",
+            markup=False,
+        )
 
 
 def _report_check(plan: outputs.Plan, quiet: bool) -> None:
@@ -109,8 +119,11 @@ def _report_check(plan: outputs.Plan, quiet: bool) -> None:
         for item in items:
             err.print(f"{kind}: {item}", markup=False)
     total = len(plan.fresh) + len(plan.stale) + len(plan.missing)
-    err.print(f"{len(plan.fresh)} of {total} fresh, {len(plan.to_build)} to build, "
-              f"{len(plan.extra)} extra", markup=False)
+    err.print(
+        f"{len(plan.fresh)} of {total} fresh, {len(plan.to_build)} to build, "
+        f"{len(plan.extra)} extra",
+        markup=False,
+    )
 
 
 @app.command("explain")

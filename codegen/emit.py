@@ -58,8 +58,14 @@ def partial_label(args: tuple[str, ...], index: tuple[int, ...]) -> str:
 
 
 def _wrap(text: str, indent: str) -> list[str]:
-    return textwrap.wrap(text, 96 - len(indent), break_long_words=True, break_on_hyphens=False,
-                         initial_indent="", subsequent_indent="    ") or [""]
+    return textwrap.wrap(
+        text,
+        96 - len(indent),
+        break_long_words=True,
+        break_on_hyphens=False,
+        initial_indent="",
+        subsequent_indent="    ",
+    ) or [""]
 
 
 def _choice_doc(args, choice: Choice, indent: str) -> list[str]:
@@ -73,7 +79,9 @@ def _choice_doc(args, choice: Choice, indent: str) -> list[str]:
 def _docstring(summary: str, body: list[str], indent: str = "    ") -> str:
     if not body:
         return summary
-    return summary + "\n\n" + "\n".join(indent + line if line else "" for line in body) + "\n" + indent
+    return (
+        summary + "\n\n" + "\n".join(indent + line if line else "" for line in body) + "\n" + indent
+    )
 
 
 def _program_lines(program: Program, outputs: list[str], zeros_like: str) -> list[str]:
@@ -81,7 +89,11 @@ def _program_lines(program: Program, outputs: list[str], zeros_like: str) -> lis
     rename: dict[str, str] = {}
     lines: list[str] = []
     for out, wanted in zip(program.outputs, outputs):
-        if isinstance(out, str) and out.startswith(tuple(names.TEMP_PREFIXES)) and out not in rename:
+        if (
+            isinstance(out, str)
+            and out.startswith(tuple(names.TEMP_PREFIXES))
+            and out not in rename
+        ):
             rename[out] = wanted
     for step in program.steps:
         target = rename.get(step.target, step.target)
@@ -101,7 +113,7 @@ def _operand(value, rename) -> str:
 
 
 def _tf_expr(op: str, operands, rename) -> str:
-    from codegen.functions import FUNCTIONS
+    from codegen.functions import ALL_FUNCTIONS
 
     a = [_operand(v, rename) for v in operands]
     binary = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
@@ -122,7 +134,7 @@ def _tf_expr(op: str, operands, rename) -> str:
         return f"tf.zeros_like({a[0]}) + {a[1]}"
     if op == "where_less":
         return f"tf.where({a[0]} < {a[1]}, {a[2]}, {a[3]})"
-    return f"{FUNCTIONS[op].tf_name}({a[0]})"
+    return f"{ALL_FUNCTIONS[op].tf_name}({a[0]})"
 
 
 def _monomial(args, alpha) -> str:
@@ -141,8 +153,9 @@ def _grad_lines(args: tuple[str, ...], order: int) -> list[str]:
             for alpha in multi_indices(len(args), k):
                 index = tuple(n + (j == i) for j, n in enumerate(alpha))
                 d = names.partial(args, index)
-                terms.append(d if k == 0 else
-                             f"tf.math.multiply_no_nan({d}, {_monomial(args, alpha)})")
+                terms.append(
+                    d if k == 0 else f"tf.math.multiply_no_nan({d}, {_monomial(args, alpha)})"
+                )
         target = names.grad_local(arg)
         if len(terms) == 1:
             lines.append(f"{target} = {terms[0]}")
@@ -154,10 +167,16 @@ def _grad_lines(args: tuple[str, ...], order: int) -> list[str]:
 def _backward(forms: StableForms) -> list[str]:
     spec = forms.spec
     args, order = spec.args, spec.order
-    lines = [f"{names.tangent(a)} = tf.where(tf.math.is_inf({names.stopped(a)}), "
-              f"tf.zeros_like({names.stopped(a)}), {a} - {names.stopped(a)})" for a in args]
-    lines += [f"{names.shifted(a)} = _nan_free_gradient({names.stopped(a)} + "
-              f"{names.tangent(a)} / {float(order)!r})" for a in args]
+    lines = [
+        f"{names.tangent(a)} = tf.where(tf.math.is_inf({names.stopped(a)}), "
+        f"tf.zeros_like({names.stopped(a)}), {a} - {names.stopped(a)})"
+        for a in args
+    ]
+    lines += [
+        f"{names.shifted(a)} = _nan_free_gradient({names.stopped(a)} + "
+        f"{names.tangent(a)} / {float(order)!r})"
+        for a in args
+    ]
     partials = [c.index for c in forms.choices if sum(c.index) > 0]
     outs = ", ".join(names.partial(args, idx) for idx in partials)
     lines.append(f"{outs}{',' if len(partials) == 1 else ''} = {_jet_call(spec)}")
@@ -183,8 +202,9 @@ def _jet_body(forms: StableForms, prefix: str) -> list[str]:
     at_stopped = {**params, **{s: names.stopped(s.name) for s in syms}}
     at_last = {**params, **{s: names.shifted(s.name) for s in syms}}
     choices = [c for c in forms.choices if sum(c.index) > 0]
-    pairs = [(c.chosen.form, at_last if sum(c.index) == spec.order else at_stopped)
-             for c in choices]
+    pairs = [
+        (c.chosen.form, at_last if sum(c.index) == spec.order else at_stopped) for c in choices
+    ]
     program = lower_each(pairs, prefix)
     outputs = [names.partial(spec.args, c.index) for c in choices]
     lines = _program_lines(program, outputs, names.stopped(spec.args[0]))
@@ -212,14 +232,25 @@ def _public_doc(forms: StableForms) -> str:
     spec = forms.spec
     body = _wrap(spec.doc, "    ")
     body += ["", "Args:"]
-    body += [f"    {a}: float tensor, NumPy array or Python number (inputs broadcast)."
-             for a in spec.args]
+    body += [
+        f"    {a}: float tensor, NumPy array or Python number (inputs broadcast)."
+        for a in spec.args
+    ]
     body += [f"    {p}: float parameter, no gradient (default {v!r})." for p, v in spec.params]
-    body += ["", "Returns:", "    A tensor of the inputs' dtype. float16 and bfloat16 are computed in",
-             "    float32 and cast back" + (
-                 "; float32 is computed in float64 (measured necessary)." if
-                 forms.promote_float32 else "."),
-             "", "Raises:", "    TypeError: if the inputs are not of one floating-point dtype."]
+    body += [
+        "",
+        "Returns:",
+        "    A tensor of the inputs' dtype. float16 and bfloat16 are computed in",
+        "    float32 and cast back"
+        + (
+            "; float32 is computed in float64 (measured necessary)."
+            if forms.promote_float32
+            else "."
+        ),
+        "",
+        "Raises:",
+        "    TypeError: if the inputs are not of one floating-point dtype.",
+    ]
     summary = f"{spec.name}({', '.join(spec.args)}) = {sp.sstr(spec.expr)}"
     return _docstring(summary if len(summary) < 90 else spec.name, body)
 
@@ -230,41 +261,68 @@ def _context(forms: StableForms) -> dict:
     params = [p for p, _ in spec.params]
     prefix = names.temp_prefix((*args, *params))
     wide = "tf.float64" if forms.promote_float32 else "tf.float32"
-    signature = ", ".join(args) + (", *, " + ", ".join(f"{p}={v!r}" for p, v in spec.params)
-                                   if params else "")
-    jet_doc = [line for c in forms.choices if sum(c.index) > 0
-               for line in [*_choice_doc(args, c, "    "), ""]][:-1]
+    signature = ", ".join(args) + (
+        ", *, " + ", ".join(f"{p}={v!r}" for p, v in spec.params) if params else ""
+    )
+    jet_doc = [
+        line
+        for c in forms.choices
+        if sum(c.index) > 0
+        for line in [*_choice_doc(args, c, "    "), ""]
+    ][:-1]
     last = ", ".join(names.shifted(a) for a in args)
     return {
-        "version": __version__, "spec_path": spec.path, "sha256": spec.sha256, "name": spec.name,
-        "module_doc": _docstring(f"{spec.name}: generated by hogen; stable derivatives to order "
-                                 f"{spec.order}.", _wrap(spec.doc, ""), indent=""),
-        "compute_dtypes": ["tf.float16: tf.float32,", "tf.bfloat16: tf.float32,",
-                           f"tf.float32: {wide},", "tf.float64: tf.float64,"],
-        "signature": signature, "arg_list": ", ".join(args),
-        "arg_targets": f"({args[0]},)" if len(args) == 1 else f"({', '.join(args)})", "public_doc": _public_doc(forms),
+        "version": __version__,
+        "spec_path": spec.path,
+        "sha256": spec.sha256,
+        "name": spec.name,
+        "module_doc": _docstring(
+            f"{spec.name}: generated by hogen; stable derivatives to order {spec.order}.",
+            _wrap(spec.doc, ""),
+            indent="",
+        ),
+        "compute_dtypes": [
+            "tf.float16: tf.float32,",
+            "tf.bfloat16: tf.float32,",
+            f"tf.float32: {wide},",
+            "tf.float64: tf.float64,",
+        ],
+        "signature": signature,
+        "arg_list": ", ".join(args),
+        "arg_targets": f"({args[0]},)" if len(args) == 1 else f"({', '.join(args)})",
+        "public_doc": _public_doc(forms),
         "param_casts": [f"{p} = tf.cast({p}, compute)" for p in params],
         "impl": names.impl(spec.name),
         "impl_call": ", ".join([*args, *params]),
         "cast_call": ", ".join([*(f"tf.cast({a}, compute)" for a in args), *params]),
         "impl_params": ", ".join([*args, *params]),
-        "impl_doc": _docstring(f"{spec.name} with custom derivatives of orders 1 to {spec.order}.",
-                               ["The gradient is the Taylor jet of the stable forms in "
-                                f"_{spec.name}_jet."]),
-        "forward": [*(f"{names.stopped(a)} = tf.stop_gradient({a})" for a in args),
-                    f"value = _{spec.name}_value({', '.join([*map(names.stopped, args), *params])})"],
+        "impl_doc": _docstring(
+            f"{spec.name} with custom derivatives of orders 1 to {spec.order}.",
+            [f"The gradient is the Taylor jet of the stable forms in _{spec.name}_jet."],
+        ),
+        "forward": [
+            *(f"{names.stopped(a)} = tf.stop_gradient({a})" for a in args),
+            f"value = _{spec.name}_value({', '.join([*map(names.stopped, args), *params])})",
+        ],
         "backward": _backward(forms),
-        "value_fn": f"_{spec.name}_value", "value_params": ", ".join([*args, *params]),
-        "value_doc": _docstring(f"The value of {spec.name}.", _choice_doc(args, forms.choices[0],
-                                                                          "    ")),
+        "value_fn": f"_{spec.name}_value",
+        "value_params": ", ".join([*args, *params]),
+        "value_doc": _docstring(
+            f"The value of {spec.name}.", _choice_doc(args, forms.choices[0], "    ")
+        ),
         "value_body": _value_body(forms, prefix),
         "jet_fn": f"_{spec.name}_jet",
         "jet_params": ", ".join([*map(names.stopped, args), *map(names.shifted, args), *params]),
-        "jet_doc": _docstring(f"Derivatives of orders 1 to {spec.order} at the stopped inputs "
-                              f"(order {spec.order} at {last}).", jet_doc),
+        "jet_doc": _docstring(
+            f"Derivatives of orders 1 to {spec.order} at the stopped inputs "
+            f"(order {spec.order} at {last}).",
+            jet_doc,
+        ),
         "jet_body": _jet_body(forms, prefix),
-        "helpers": [render("helper_float_inputs.py.j2", {}).rstrip("\n"),
-                    render("helper_nan_free_gradient.py.j2", {}).rstrip("\n")]
+        "helpers": [
+            render("helper_float_inputs.py.j2", {}).rstrip("\n"),
+            render("helper_nan_free_gradient.py.j2", {}).rstrip("\n"),
+        ]
         + ([render("helper_sum_to.py.j2", {}).rstrip("\n")] if len(args) > 1 else []),
     }
 
@@ -277,12 +335,15 @@ def emit(forms: StableForms) -> str:
 def render_init(op_names: list[str]) -> str:
     """The generated package's `__init__.py`, re-exporting every op, sorted."""
     ops = sorted(op_names)
-    return render("init.py.j2", {
-        "version": __version__,
-        "names_sentence": ", ".join(ops) if ops else "none yet",
-        "imports": [f"from .{op} import {op}" for op in ops],
-        "names": ops,
-    })
+    return render(
+        "init.py.j2",
+        {
+            "version": __version__,
+            "names_sentence": ", ".join(ops) if ops else "none yet",
+            "imports": [f"from .{op} import {op}" for op in ops],
+            "names": ops,
+        },
+    )
 
 
 __all__ = ["emit", "render_init"]

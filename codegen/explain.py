@@ -32,8 +32,9 @@ def explain(spec: Spec) -> str:
         for candidate in sorted(choice.tried, key=Candidate.rank):
             mark = "*" if candidate is choice.chosen else " "
             ok = "keeps promise" if candidate.keeps_promise() else "breaks promise"
-            lines.append(f" {mark} {candidate.label:40} {_figures(candidate)}  "
-                         f"ops {candidate.ops:3d}  {ok}")
+            lines.append(
+                f" {mark} {candidate.label:40} {_figures(candidate)}  ops {candidate.ops:3d}  {ok}"
+            )
         lines.append(f"   chosen: {describe_form(choice.chosen.form)}")
         if choice.promote_float32:
             lines.append("   float32 is computed in float64: no float32 form keeps the promise")

@@ -20,7 +20,16 @@ import numpy as np
 import sympy as sp
 from sympy.codegen.cfunctions import expm1, log1p
 
-__all__ = ["FUNCTIONS", "FunctionInfo", "sigmoid", "softplus", "log1p", "expm1", "by_class"]
+__all__ = [
+    "FUNCTIONS",
+    "ALL_FUNCTIONS",
+    "FunctionInfo",
+    "sigmoid",
+    "softplus",
+    "log1p",
+    "expm1",
+    "by_class",
+]
 
 
 class sigmoid(sp.Function):  # noqa: N801 - SymPy function classes are lower case
@@ -89,8 +98,11 @@ def _np_softplus(u):
 def _np_erf(u):
     import math
 
-    out = np.vectorize(math.erf, otypes=[np.float64])(u.astype(np.float64))
-    return out.astype(u.dtype)
+    out = np.vectorize(math.erf, otypes=[np.float64])(u.astype(np.float64)).astype(u.dtype)
+    if u.dtype == np.float64:  # TensorFlow's float64 kernel squares u: NaN once u*u overflows
+        with np.errstate(over="ignore"):
+            out = np.where(np.isinf(u * u), np.nan, out)
+    return out
 
 
 def _np_erfc(u):
@@ -138,7 +150,13 @@ FUNCTIONS: dict[str, FunctionInfo] = {
     )
 }
 
-_BY_CLASS: dict[type, FunctionInfo] = {info.sympy_func: info for info in FUNCTIONS.values()}
+# Functions hogen's own forms may use but a spec may not (sign has no useful derivative).
+INTERNAL_FUNCTIONS: dict[str, FunctionInfo] = {
+    "sign": FunctionInfo("sign", sp.sign, "tf.math.sign", np.sign),
+}
+ALL_FUNCTIONS: dict[str, FunctionInfo] = {**FUNCTIONS, **INTERNAL_FUNCTIONS}
+
+_BY_CLASS: dict[type, FunctionInfo] = {info.sympy_func: info for info in ALL_FUNCTIONS.values()}
 
 
 def by_class(func: type) -> FunctionInfo | None:

@@ -80,9 +80,13 @@ def _lower_pow(b: _Builder, base: str | float, exp: sp.Expr) -> str | float:
 
 
 def _split_mul(expr: sp.Mul) -> tuple[sp.Expr, list[sp.Expr], list[sp.Expr]]:
-    coeff, factors = expr.as_coeff_mul()
-    num, den = [], []
-    for factor in factors:
+    """(numeric coefficient, numerator factors, denominator factors); every number is folded
+    into the coefficient, so `sqrt(2)*x/2` is one multiply and cannot overflow in between."""
+    coeff, num, den = sp.S.One, [], []
+    for factor in expr.args:
+        if factor.is_number:
+            coeff *= factor
+            continue
         base, exp = factor.as_base_exp()
         if exp.is_number and exp.is_negative:
             den.append(base ** (-exp))
@@ -93,17 +97,17 @@ def _split_mul(expr: sp.Mul) -> tuple[sp.Expr, list[sp.Expr], list[sp.Expr]]:
 
 def _lower_mul(b: _Builder, expr: sp.Mul, env) -> str | float:
     coeff, num, den = _split_mul(expr)
-    out: str | float | None = None
+    negative = bool(coeff.is_negative)
+    magnitude = -coeff if negative else coeff
+    out: str | float | None = None if magnitude == 1 else _const(magnitude)
     for factor in num:
         value = _lower(b, factor, env)
         out = value if out is None else b.emit("mul", out, value)
-    if abs(coeff) != 1:
-        out = _const(abs(coeff)) if out is None else b.emit("mul", _const(abs(coeff)), out)
     out = 1.0 if out is None else out
     if den:
         divisor = _lower(b, sp.Mul(*den), env)
         out = b.emit("div", out, divisor)
-    return b.emit("neg", out) if coeff < 0 else out
+    return b.emit("neg", out) if negative else out
 
 
 def _lower_add(b: _Builder, expr: sp.Add, env) -> str | float:
@@ -137,6 +141,8 @@ def _lower_regimes(b: _Builder, regimes: Regimes, env) -> str | float:
 def _lower(b: _Builder, expr, env) -> str | float:
     if isinstance(expr, Regimes):
         return _lower_regimes(b, expr, env)
+    if isinstance(expr, sp.UnevaluatedExpr):
+        return _lower(b, expr.args[0], env)
     if expr.is_Symbol:
         return env[expr]
     if expr.is_number:
@@ -166,7 +172,7 @@ def _lower(b: _Builder, expr, env) -> str | float:
 
 
 def lower(exprs, env: dict[sp.Symbol, str], prefix: str = "v") -> Program:
-    """Lower several forms, all in one environment, into one program sharing common subexpressions."""
+    """Lower several forms in one environment into one program sharing subexpressions."""
     return lower_each([(expr, env) for expr in exprs], prefix)
 
 

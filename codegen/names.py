@@ -56,7 +56,6 @@ def impl(op: str) -> str:
     return f"_{op}_op"
 
 
-
 def partial(args: tuple[str, ...], index: tuple[int, ...]) -> str:
     """The local holding one partial derivative: d_x, d_xy, d_xxy; d_alpha_beta for long names."""
     letters = [arg for arg, count in zip(args, index) for _ in range(count)]
@@ -75,7 +74,7 @@ TEMP_PREFIXES = ("v", "w", "tmp", "aux")
 def temp_prefix(user_names: tuple[str, ...]) -> str:
     """A prefix for temporaries (`v0`, `v1`, ...) that no user name can be mistaken for."""
     for prefix in TEMP_PREFIXES:
-        if not any(n.startswith(prefix) and n[len(prefix):].isdigit() for n in user_names):
+        if not any(n.startswith(prefix) and n[len(prefix) :].isdigit() for n in user_names):
             return prefix
     return "_tmp"
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from codegen.functions import FUNCTIONS
+from codegen.functions import ALL_FUNCTIONS
 from codegen.lower import Program
 
 _BINARY = {
@@ -61,7 +61,7 @@ def _apply(op: str, args: list[np.ndarray], dtype) -> np.ndarray:
     elif op == "where_less":
         out = np.where(args[0] < args[1], args[2], args[3])
     else:
-        out = FUNCTIONS[op].numpy_func(args[0])
+        out = ALL_FUNCTIONS[op].numpy_func(args[0])
     return _flush_subnormals(np.asarray(out, dtype=dtype))
 
 

@@ -85,7 +85,7 @@ def simplest_between(lo: float, hi: float) -> float:
     sign = 1.0 if hi > 0 else -1.0
     a, b = sorted((abs(lo), abs(hi)))
     if math.isfinite(b) and b > 0:
-        power = 2.0 ** math.floor(math.log2(b))
+        power = math.ldexp(1.0, min(math.floor(math.log2(b)), 1023))
         if a < power <= b and (lo < sign * power <= hi):
             return sign * power
     for digits in range(1, 18):

@@ -160,8 +160,11 @@ STABLE_RULES: tuple[Rule, ...] = (
     Rule("softplus", "log1p(exp(u)) = softplus(u)", _softplus),
     Rule("sigmoid", "1/(1 + exp(v))**n = sigmoid(-v)**n", _sigmoid_of_reciprocal),
     Rule("exp_sigmoid", "exp(v)*sigmoid(-v) = sigmoid(v)", _exp_times_sigmoid),
-    Rule("sigmoid_complement", "1 - sigmoid(u) = sigmoid(-u); 1 - 2 sigmoid(u) = -tanh(u/2)",
-         _sigmoid_complement),
+    Rule(
+        "sigmoid_complement",
+        "1 - sigmoid(u) = sigmoid(-u); 1 - 2 sigmoid(u) = -tanh(u/2)",
+        _sigmoid_complement,
+    ),
     Rule("log_sigmoid", "log(sigmoid(u)) = -softplus(-u)", _log_sigmoid),
     Rule("logaddexp", "log(exp(a) + exp(b)) = max(a, b) + softplus(-|a - b|)", _logaddexp),
     Rule("erfc", "1 + erf(u) = erfc(-u)", _erfc),

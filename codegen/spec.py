@@ -33,8 +33,15 @@ from codegen import __version__
 from codegen.functions import FUNCTIONS
 from codegen.names import collisions, is_reserved
 
-__all__ = ["KNOWN_KEYS", "SCHEMA", "Spec", "SpecError", "load_spec", "parse_expression",
-           "parse_spec_text"]
+__all__ = [
+    "KNOWN_KEYS",
+    "SCHEMA",
+    "Spec",
+    "SpecError",
+    "load_spec",
+    "parse_expression",
+    "parse_spec_text",
+]
 
 MAX_FILE, MAX_NAME, MAX_DOC, MAX_EXPR = 2**16, 64, 2000, 10_000  # PyYAML reads ~100 kB/s
 MAX_ARGS, MAX_ORDER, MAX_DEPTH, MAX_NESTING = 4, 4, 100, 20
@@ -46,8 +53,11 @@ _INF_WORDS = {"inf": INF, "+inf": INF, "-inf": -INF, ".inf": INF, "+.inf": INF, 
 _BRACKETS = re.compile(r"[\[\]{}]")
 _LINE_BREAK = re.compile("\r\n|[\n\r\x85\u2028\u2029]")  # the breaks PyYAML counts lines by
 _YAML_TAG = "tag:yaml.org,2002:"
-_TAGS = {yaml.ScalarNode: {"str", "int", "float", "bool", "null", "timestamp"},
-         yaml.SequenceNode: {"seq"}, yaml.MappingNode: {"map"}}
+_TAGS = {
+    yaml.ScalarNode: {"str", "int", "float", "bool", "null", "timestamp"},
+    yaml.SequenceNode: {"seq"},
+    yaml.MappingNode: {"map"},
+}
 _CONSTANTS = {"pi": sp.pi, "E": sp.E}
 _DOC_CONTROL = {"Cc", "Cf", "Cs", "Co", "Zl", "Zp"}
 _TOO_BIG = f"expected a spec of at most {MAX_FILE} bytes, got more"
@@ -58,8 +68,9 @@ _SYMPY_ERRORS = (ArithmeticError, ValueError, TypeError, AttributeError, *_SIZE_
 class SpecError(Exception):
     """A spec that cannot be used. `str()` is one line: `path:line:col: message`."""
 
-    def __init__(self, path: str, line: int, col: int, message: str,
-                 source_line: str | None = None):
+    def __init__(
+        self, path: str, line: int, col: int, message: str, source_line: str | None = None
+    ):
         self.path, self.line, self.col, self.source_line = str(path), line, col, source_line
         self.message = " ".join(message.splitlines())
         super().__init__(f"{self.path}:{line}:{col}: {self.message}")
@@ -129,6 +140,7 @@ def _close(word: str, options) -> str:
 
 # --- YAML nodes to plain values -------------------------------------------------------------
 
+
 class _Loader(yaml.SafeLoader):
     """The safe loader, refusing anchors and aliases: no alias bombs."""
 
@@ -153,8 +165,10 @@ def _check_nesting(text: str) -> None:
     for bracket in _BRACKETS.finditer(text):
         level = level + 1 if bracket[0] in "[{" else max(level - 1, 0)
         if level > MAX_NESTING:
-            _fail(_position(text, bracket.start()),
-                  f"invalid YAML: expected at most {MAX_NESTING} nested brackets, got more")
+            _fail(
+                _position(text, bracket.start()),
+                f"invalid YAML: expected at most {MAX_NESTING} nested brackets, got more",
+            )
 
 
 def _compose(text: str) -> yaml.Node | None:
@@ -165,8 +179,10 @@ def _compose(text: str) -> yaml.Node | None:
         mark = err.problem_mark or err.context_mark
         _fail(mark or (1, 1), f"invalid YAML: {err.problem or err.context}")
     except yaml.reader.ReaderError as err:
-        _fail(_position(text, err.position),
-              f"invalid YAML: unacceptable character {chr(err.character)!r}")
+        _fail(
+            _position(text, err.position),
+            f"invalid YAML: unacceptable character {chr(err.character)!r}",
+        )
     except yaml.YAMLError as err:
         _fail((1, 1), f"invalid YAML: {type(err).__name__}")
     except _SIZE_ERRORS:
@@ -177,7 +193,7 @@ def _check_tags(root: yaml.Node) -> None:
     stack = [root]
     while stack:
         node = stack.pop()
-        if not (node.tag.startswith(_YAML_TAG) and node.tag[len(_YAML_TAG):] in _TAGS[type(node)]):
+        if not (node.tag.startswith(_YAML_TAG) and node.tag[len(_YAML_TAG) :] in _TAGS[type(node)]):
             tag = node.tag.replace(_YAML_TAG, "!!")
             _fail(node, f"expected plain YAML values, got the tag {tag!r}")
         if isinstance(node, yaml.MappingNode):
@@ -190,7 +206,7 @@ def _scalar(node: yaml.Node):
     """The value of a scalar node (str, int, float, bool or None); None for collections."""
     if not isinstance(node, yaml.ScalarNode):
         return None
-    tag = node.tag[len(_YAML_TAG):]
+    tag = node.tag[len(_YAML_TAG) :]
     if tag in ("str", "timestamp"):
         return node.value
     try:
@@ -243,6 +259,7 @@ def _number(node: yaml.Node, what: str, allow_inf: bool = False) -> float:
 
 # --- fields ---------------------------------------------------------------------------------
 
+
 def _reserved_reason(name: str, what: str) -> str | None:
     if name in FUNCTIONS and what != "name":  # an op may be called sigmoid; an arg may not
         return "a function of the expression grammar"
@@ -256,8 +273,11 @@ def _reserved_reason(name: str, what: str) -> str | None:
 def _identifier(node: yaml.Node, what: str, ctx: dict) -> str:
     value = _scalar(node)
     if not isinstance(value, str) or not _IDENT.fullmatch(value) or len(value) > MAX_NAME:
-        _expect(node, what, f"a Python identifier ([A-Za-z][A-Za-z0-9_]*, at most {MAX_NAME} "
-                            "characters)")
+        _expect(
+            node,
+            what,
+            f"a Python identifier ([A-Za-z][A-Za-z0-9_]*, at most {MAX_NAME} characters)",
+        )
     reason = _reserved_reason(value, what)
     if reason:
         _fail(node, f"{what}: expected a free name, got {value!r}, which is {reason}")
@@ -274,8 +294,11 @@ def _parse_doc(node, ctx) -> str:
     bad += [repr(c) for c in doc if c not in "\n\t" and unicodedata.category(c) in _DOC_CONTROL]
     bad += ["a '\"' at the end"] if doc.endswith('"') else []
     if bad:
-        _fail(node, "doc: expected text for a docstring (no triple quotes, backslashes or "
-                    f"control characters), got {bad[0]}")
+        _fail(
+            node,
+            "doc: expected text for a docstring (no triple quotes, backslashes or "
+            f"control characters), got {bad[0]}",
+        )
     return doc
 
 
@@ -328,8 +351,10 @@ def _parse_domain(node, ctx) -> tuple[tuple[float, float], ...]:
     bounds = dict.fromkeys(ctx["args"], (-INF, INF))
     for key, (key_node, value_node) in _mapping(node, "domain").items():
         if key not in bounds:
-            _fail(key_node, f"domain: expected an arg ({', '.join(bounds)}), got {key!r}"
-                            + _close(key, bounds))
+            _fail(
+                key_node,
+                f"domain: expected an arg ({', '.join(bounds)}), got {key!r}" + _close(key, bounds),
+            )
         if not isinstance(value_node, yaml.SequenceNode) or len(value_node.value) != 2:
             _expect(value_node, f"domain.{key}", "[lo, hi]")
         lo, hi = (_number(item, f"domain.{key}", allow_inf=True) for item in value_node.value)
@@ -350,28 +375,84 @@ class _Field:
 _IDENT_SCHEMA = {"type": "string", "pattern": f"^{_IDENT.pattern}$", "maxLength": MAX_NAME}
 _BOUND_SCHEMA = {"anyOf": [{"type": "number"}, {"enum": sorted(_INF_WORDS)}]}
 _FIELDS = (
-    _Field("name", {**_IDENT_SCHEMA, "description": "The op's function and module name."},
-           lambda node, ctx: _identifier(node, "name", ctx)),
-    _Field("doc", {"type": "string", "minLength": 1, "maxLength": MAX_DOC,
-                   "description": "One paragraph for the op's docstring."},
-           _parse_doc, lambda ctx: f"{ctx['name']}, generated by hogen."),
-    _Field("args", {"type": "array", "items": _IDENT_SCHEMA, "minItems": 1,
-                    "maxItems": MAX_ARGS, "uniqueItems": True,
-                    "description": "The differentiable inputs."}, _parse_args),
-    _Field("params", {"type": "object", "propertyNames": _IDENT_SCHEMA, "default": {},
-                      "additionalProperties": {"type": "number"},
-                      "description": "Non-differentiable floats with their defaults."},
-           _parse_params, lambda ctx: ()),
-    _Field("expr", {"type": "string", "minLength": 1, "maxLength": MAX_EXPR,
-                    "description": "The function, in hogen's expression grammar."}, _parse_expr),
-    _Field("order", {"type": "integer", "minimum": 1, "maximum": MAX_ORDER, "default": 2,
-                     "description": "Custom derivatives up to this order."},
-           _parse_order, lambda ctx: 2),
-    _Field("domain", {"type": "object", "propertyNames": _IDENT_SCHEMA,
-                      "additionalProperties": {"type": "array", "minItems": 2, "maxItems": 2,
-                                               "prefixItems": [_BOUND_SCHEMA, _BOUND_SCHEMA]},
-                      "description": "Where accuracy is promised: [lo, hi] per arg."},
-           _parse_domain, lambda ctx: tuple((-INF, INF) for _ in ctx["args"])),
+    _Field(
+        "name",
+        {**_IDENT_SCHEMA, "description": "The op's function and module name."},
+        lambda node, ctx: _identifier(node, "name", ctx),
+    ),
+    _Field(
+        "doc",
+        {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_DOC,
+            "description": "One paragraph for the op's docstring.",
+        },
+        _parse_doc,
+        lambda ctx: f"{ctx['name']}, generated by hogen.",
+    ),
+    _Field(
+        "args",
+        {
+            "type": "array",
+            "items": _IDENT_SCHEMA,
+            "minItems": 1,
+            "maxItems": MAX_ARGS,
+            "uniqueItems": True,
+            "description": "The differentiable inputs.",
+        },
+        _parse_args,
+    ),
+    _Field(
+        "params",
+        {
+            "type": "object",
+            "propertyNames": _IDENT_SCHEMA,
+            "default": {},
+            "additionalProperties": {"type": "number"},
+            "description": "Non-differentiable floats with their defaults.",
+        },
+        _parse_params,
+        lambda ctx: (),
+    ),
+    _Field(
+        "expr",
+        {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_EXPR,
+            "description": "The function, in hogen's expression grammar.",
+        },
+        _parse_expr,
+    ),
+    _Field(
+        "order",
+        {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_ORDER,
+            "default": 2,
+            "description": "Custom derivatives up to this order.",
+        },
+        _parse_order,
+        lambda ctx: 2,
+    ),
+    _Field(
+        "domain",
+        {
+            "type": "object",
+            "propertyNames": _IDENT_SCHEMA,
+            "additionalProperties": {
+                "type": "array",
+                "minItems": 2,
+                "maxItems": 2,
+                "prefixItems": [_BOUND_SCHEMA, _BOUND_SCHEMA],
+            },
+            "description": "Where accuracy is promised: [lo, hi] per arg.",
+        },
+        _parse_domain,
+        lambda ctx: tuple((-INF, INF) for _ in ctx["args"]),
+    ),
 )
 KNOWN_KEYS: tuple[str, ...] = tuple(field.key for field in _FIELDS)
 SCHEMA: dict = {
@@ -388,17 +469,42 @@ SCHEMA: dict = {
 
 _EXPECTED = "expected a number, a name, + - * / **, parentheses or a function call"
 _CONSTRUCTS = {
-    "Attribute": "attribute access", "Subscript": "a subscript", "Lambda": "a lambda",
-    "ListComp": "a list comprehension", "SetComp": "a set comprehension", "Set": "a set",
-    "DictComp": "a dict comprehension", "GeneratorExp": "a generator expression",
-    "JoinedStr": "an f-string", "NamedExpr": "an assignment (:=)", "Compare": "a comparison",
-    "BoolOp": "'and'/'or'", "IfExp": "a conditional expression", "Starred": "'*'",
-    "List": "a list", "Tuple": "a tuple", "Dict": "a dict", "Await": "'await'", "Yield": "'yield'",
-    "FloorDiv": "'//'", "Mod": "'%'", "MatMult": "'@'", "BitAnd": "'&'", "BitOr": "'|'",
-    "BitXor": "'^'", "LShift": "'<<'", "RShift": "'>>'", "Not": "'not'", "Invert": "'~'",
+    "Attribute": "attribute access",
+    "Subscript": "a subscript",
+    "Lambda": "a lambda",
+    "ListComp": "a list comprehension",
+    "SetComp": "a set comprehension",
+    "Set": "a set",
+    "DictComp": "a dict comprehension",
+    "GeneratorExp": "a generator expression",
+    "JoinedStr": "an f-string",
+    "NamedExpr": "an assignment (:=)",
+    "Compare": "a comparison",
+    "BoolOp": "'and'/'or'",
+    "IfExp": "a conditional expression",
+    "Starred": "'*'",
+    "List": "a list",
+    "Tuple": "a tuple",
+    "Dict": "a dict",
+    "Await": "'await'",
+    "Yield": "'yield'",
+    "FloorDiv": "'//'",
+    "Mod": "'%'",
+    "MatMult": "'@'",
+    "BitAnd": "'&'",
+    "BitOr": "'|'",
+    "BitXor": "'^'",
+    "LShift": "'<<'",
+    "RShift": "'>>'",
+    "Not": "'not'",
+    "Invert": "'~'",
 }
-_CHAINS = {ast.Add: (ast.Add, ast.Sub), ast.Sub: (ast.Add, ast.Sub),
-           ast.Mult: (ast.Mult, ast.Div), ast.Div: (ast.Mult, ast.Div)}
+_CHAINS = {
+    ast.Add: (ast.Add, ast.Sub),
+    ast.Sub: (ast.Add, ast.Sub),
+    ast.Mult: (ast.Mult, ast.Div),
+    ast.Div: (ast.Mult, ast.Div),
+}
 
 
 def _construct(node: ast.AST) -> str:
@@ -478,8 +584,13 @@ class _Walker:
         items = [self.visit(node, depth + 1)]
         for link in reversed(links):
             item = self.visit(link.right, depth + 1)
-            items.append(-item if isinstance(link.op, ast.Sub)
-                         else sp.Pow(item, -1) if isinstance(link.op, ast.Div) else item)
+            items.append(
+                -item
+                if isinstance(link.op, ast.Sub)
+                else sp.Pow(item, -1)
+                if isinstance(link.op, ast.Div)
+                else item
+            )
         if kinds[0] is ast.Add:
             return sp.Add(*items)
         if sum(_bits(item) for item in items) > MAX_BITS:
@@ -491,8 +602,11 @@ class _Walker:
         exponent = self.visit(node.right, depth + 1)
         if isinstance(exponent, sp.Number):  # guard before SymPy evaluates
             if isinstance(base, sp.Number) and abs(exponent) > MAX_EXPONENT:
-                self.fail(node, f"exponent too large: expected at most {MAX_EXPONENT} for a "
-                                f"number, got {_show(str(exponent))}")
+                self.fail(
+                    node,
+                    f"exponent too large: expected at most {MAX_EXPONENT} for a "
+                    f"number, got {_show(str(exponent))}",
+                )
             if abs(exponent) * _bits(base) > MAX_BITS:
                 self.fail(node, f"expected numbers under 2**{MAX_BITS}, got a larger power")
         return sp.Pow(base, exponent)
@@ -514,8 +628,11 @@ class _Walker:
         text = (ast.get_source_segment(self.text, node) or repr(value)).replace("_", "")
         exact = Fraction(text) if len(text) <= MAX_FLOAT_CHARS else None
         if exact is None or not math.isfinite(value) or (value == 0) != (exact == 0):
-            self.fail(node, f"expected a float within the float64 range and of at most "
-                            f"{MAX_FLOAT_CHARS} characters, got {_show(text)}")
+            self.fail(
+                node,
+                f"expected a float within the float64 range and of at most "
+                f"{MAX_FLOAT_CHARS} characters, got {_show(text)}",
+            )
         return sp.Rational(exact.numerator, exact.denominator)  # exactly as written
 
     def name(self, node: ast.Name, depth: int) -> sp.Expr:
@@ -542,12 +659,18 @@ class _Walker:
             self.fail(node, f"{func.id}(): expected exactly one positional argument, got {got}")
         return FUNCTIONS[func.id].sympy_func(self.visit(node.args[0], depth + 1))
 
-    HANDLERS = {ast.BinOp: binop, ast.UnaryOp: unary, ast.Constant: constant, ast.Name: name,
-                ast.Call: call}
+    HANDLERS = {
+        ast.BinOp: binop,
+        ast.UnaryOp: unary,
+        ast.Constant: constant,
+        ast.Name: name,
+        ast.Call: call,
+    }
 
 
-def parse_expression(text: str, names: Mapping[str, sp.Symbol], *, path: str, line: int,
-                     col: int) -> sp.Expr:
+def parse_expression(
+    text: str, names: Mapping[str, sp.Symbol], *, path: str, line: int, col: int
+) -> sp.Expr:
     """SymPy from an expression of the grammar; `text` starts at `line`:`col` of `path`."""
     try:
         return _Walker(text.strip(), names, (line, col), text == text.lstrip()).build()
@@ -556,6 +679,7 @@ def parse_expression(text: str, names: Mapping[str, sp.Symbol], *, path: str, li
 
 
 # --- the whole spec -------------------------------------------------------------------------
+
 
 def _validate(root: yaml.Node | None, lines: list[str]) -> dict:
     expected = f"a mapping with the keys {', '.join(KNOWN_KEYS)}"
@@ -567,20 +691,27 @@ def _validate(root: yaml.Node | None, lines: list[str]) -> dict:
     entries = _mapping(root, "spec")
     for key, (key_node, _) in entries.items():
         if key not in KNOWN_KEYS:
-            _fail(key_node, f"unknown key {key!r}"
-                            + (_close(key, KNOWN_KEYS) or f"; expected one of {expected}"))
+            _fail(
+                key_node,
+                f"unknown key {key!r}"
+                + (_close(key, KNOWN_KEYS) or f"; expected one of {expected}"),
+            )
     required = [field.key for field in _FIELDS if field.default is None]
     missing = [key for key in required if key not in entries]
     if missing:
-        _fail(root, f"expected the required keys {', '.join(required)}; missing: "
-                    + ", ".join(missing))
+        _fail(
+            root,
+            f"expected the required keys {', '.join(required)}; missing: " + ", ".join(missing),
+        )
     ctx: dict = {"_lines": lines, "_names": {}}
     for field in _FIELDS:
         entry = entries.get(field.key)
         ctx[field.key] = field.parse(entry[1], ctx) if entry else field.default(ctx)
     for problem in collisions(ctx["name"], ctx["args"], tuple(dict(ctx["params"]))):
-        what, node = next((ctx["_names"][name] for name in reversed(ctx["_names"])
-                           if f"'{name}'" in problem), ("name", root))
+        what, node = next(
+            (ctx["_names"][name] for name in reversed(ctx["_names"]) if f"'{name}'" in problem),
+            ("name", root),
+        )
         _fail(node, f"{what}: {problem}")
     return {field.key: ctx[field.key] for field in _FIELDS}
 
@@ -621,7 +752,8 @@ def load_spec(path: str | pathlib.Path) -> Spec:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         line = data.count(b"\n", 0, err.start) + 1
-        col = len(data[data.rfind(b"\n", 0, err.start) + 1: err.start].decode(errors="replace"))
-        raise SpecError(path, line, col + 1,
-                        f"expected UTF-8 text, got the byte 0x{data[err.start]:02x}") from None
+        col = len(data[data.rfind(b"\n", 0, err.start) + 1 : err.start].decode(errors="replace"))
+        raise SpecError(
+            path, line, col + 1, f"expected UTF-8 text, got the byte 0x{data[err.start]:02x}"
+        ) from None
     return _spec(text, path, data)

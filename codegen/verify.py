@@ -22,7 +22,7 @@ import tensorflow as tf  # noqa: E402
 
 from codegen import accuracy  # noqa: E402
 from codegen.derive import derive  # noqa: E402
-from codegen.functions import FUNCTIONS  # noqa: E402
+from codegen.functions import ALL_FUNCTIONS  # noqa: E402
 from codegen.lower import Program, lower  # noqa: E402
 from codegen.spec import Spec  # noqa: E402
 
@@ -45,15 +45,22 @@ def load_op(spec: Spec, out_dir: Path):
     return getattr(module, spec.name)
 
 
-_TF_BINARY = {"add": tf.add, "sub": tf.subtract, "mul": tf.multiply, "div": tf.divide,
-              "pow": tf.pow, "maximum": tf.maximum, "minimum": tf.minimum}
+_TF_BINARY = {
+    "add": tf.add,
+    "sub": tf.subtract,
+    "mul": tf.multiply,
+    "div": tf.divide,
+    "pow": tf.pow,
+    "maximum": tf.maximum,
+    "minimum": tf.minimum,
+}
 _TF_UNARY = {"neg": tf.negative, "square": tf.square, "sqrt": tf.sqrt, "rsqrt": tf.math.rsqrt}
 
 
 def _tf_function(name: str):
     """The TF callable named by the function table, e.g. tf.math.sigmoid."""
     target = tf
-    for part in FUNCTIONS[name].tf_name.split(".")[1:]:
+    for part in ALL_FUNCTIONS[name].tf_name.split(".")[1:]:
         target = getattr(target, part)
     return target
 
@@ -91,8 +98,9 @@ def partial_derivative(fn, inputs: list[tf.Tensor], sequence: list[int]) -> tf.T
     with tf.GradientTape() as tape:
         tape.watch(inputs[sequence[0]])
         inner = partial_derivative(fn, inputs, sequence[1:])
-    grad = tape.gradient(inner, inputs[sequence[0]],
-                         unconnected_gradients=tf.UnconnectedGradients.ZERO)
+    grad = tape.gradient(
+        inner, inputs[sequence[0]], unconnected_gradients=tf.UnconnectedGradients.ZERO
+    )
     return grad
 
 
@@ -118,21 +126,29 @@ def verify_spec(spec: Spec, out_dir: Path, samples: int = 2000) -> list[Row]:
         sequence = [i for i, n in enumerate(partial.index) for _ in range(n)]
         for dtype in accuracy.DTYPES:
             points = accuracy.sample_points(spec.domain, dtype, samples)
-            exact = accuracy.reference(partial.expr.subs(values), spec.arg_symbols, points, dtype,
-                                       cache_dir=accuracy.default_cache_dir())
+            exact = accuracy.reference(
+                partial.expr.subs(values),
+                spec.arg_symbols,
+                points,
+                dtype,
+                cache_dir=accuracy.default_cache_dir(),
+            )
             inputs = [tf.constant(points[:, i]) for i in range(len(spec.args))]
             for tool, fn in (("hogen", op), ("autodiff", naive)):
                 approx = partial_derivative(fn, inputs, sequence).numpy()
                 figures = accuracy.figures(approx, exact, dtype)
-                rows.append(Row(spec.name, _partial_name(spec, partial.index), dtype, tool,
-                                figures))
+                rows.append(
+                    Row(spec.name, _partial_name(spec, partial.index), dtype, tool, figures)
+                )
     return rows
 
 
 def format_table(rows: list[Row]) -> str:
     """A plain-text table: hogen beside autodiff for every op, partial and dtype."""
-    header = (f"{'op':14} {'partial':8} {'dtype':8} | {'hogen mean':>10} {'p99':>5} {'fail':>5} "
-              f"{'ok':>3} | {'autodiff mean':>13} {'p99':>5} {'fail':>5}")
+    header = (
+        f"{'op':14} {'partial':8} {'dtype':8} | {'hogen mean':>10} {'p99':>5} {'fail':>5} "
+        f"{'ok':>3} | {'autodiff mean':>13} {'p99':>5} {'fail':>5}"
+    )
     lines = [header, "-" * len(header)]
     by_key = {(r.op, r.partial, r.dtype, r.tool): r.figures for r in rows}
     for r in rows:
@@ -141,14 +157,14 @@ def format_table(rows: list[Row]) -> str:
         a = by_key.get((r.op, r.partial, r.dtype, "autodiff"))
         h = r.figures
         ok = "yes" if h.keeps_promise() else "NO"
-        lines.append(f"{r.op:14} {r.partial:8} {r.dtype:8} | {h.mean_bits:10.2f} {h.p99_bits:5.1f} "
-                     f"{h.failures:5d} {ok:>3} | {a.mean_bits:13.2f} {a.p99_bits:5.1f} "
-                     f"{a.failures:5d}")
+        lines.append(
+            f"{r.op:14} {r.partial:8} {r.dtype:8} | {h.mean_bits:10.2f} {h.p99_bits:5.1f} "
+            f"{h.failures:5d} {ok:>3} | {a.mean_bits:13.2f} {a.p99_bits:5.1f} "
+            f"{a.failures:5d}"
+        )
     return "\n".join(lines)
 
 
 def write_json(rows: list[Row], path: Path) -> None:
     data = [{**asdict(r), "figures": asdict(r.figures)} for r in rows]
     path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-
-

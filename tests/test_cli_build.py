@@ -69,14 +69,18 @@ def _snapshot(folder: Path) -> dict[str, tuple[bytes, int]]:
     """Every file under `folder` with its bytes and mtime, to prove nothing was written."""
     if not folder.exists():
         return {}
-    return {str(p.relative_to(folder)): (p.read_bytes(), p.stat().st_mtime_ns)
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): (p.read_bytes(), p.stat().st_mtime_ns)
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def _console(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
     environment = {**os.environ, "HOGEN_CACHE": str(REPO / ".hogen-cache"), **env}
-    return subprocess.run([HOGEN, *args], cwd=cwd, env=environment, capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [HOGEN, *args], cwd=cwd, env=environment, capture_output=True, text=True, timeout=120
+    )
 
 
 # --- build -----------------------------------------------------------------------------------
@@ -253,11 +257,15 @@ def test_orphaned_module_is_extra_and_removed_but_other_files_stay(workdir):
     assert hogen("build", "--check").exit_code == 0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "outputs.plan finds modules by the spec path in their header only: after a spec's `name` "
-    "changes, the module built under the old name still names an existing spec, so it is "
-    "never extra, never removed, and stays exported from __init__.py; and when the new name "
-    "sorts first, --check compares against the old module's hash and stays stale forever"))
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "outputs.plan finds modules by the spec path in their header only: after a spec's `name` "
+        "changes, the module built under the old name still names an existing spec, so it is "
+        "never extra, never removed, and stays exported from __init__.py; and when the new name "
+        "sorts first, --check compares against the old module's hash and stays stale forever"
+    ),
+)
 def test_renamed_op_replaces_its_old_module(workdir):
     assert hogen("build").exit_code == 0
     spec = workdir / "specs" / "log1pexp.yaml"
@@ -269,10 +277,14 @@ def test_renamed_op_replaces_its_old_module(workdir):
     assert "log1pexp" not in INIT.read_text()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "two specs with the same `name` build to the same module: cli._render keys the results by "
-    "module file, so the last spec silently wins (exit 0, '1 built, 1 unchanged'), and "
-    "--check then reports the other spec missing forever; expected: exit 2 naming both"))
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "two specs with the same `name` build to the same module: cli._render keys the results by "
+        "module file, so the last spec silently wins (exit 0, '1 built, 1 unchanged'), and "
+        "--check then reports the other spec missing forever; expected: exit 2 naming both"
+    ),
+)
 def test_two_specs_with_one_name_are_an_error(workdir):
     other = workdir / "specs" / "other.yaml"
     other.write_text(_spec_text().replace("doc: Softplus", "doc: Another softplus"))
@@ -292,8 +304,9 @@ def test_same_bytes_for_any_hash_seed(tmp_path):
         (folder / "specs").mkdir(parents=True)
         (folder / "specs" / "log1pexp.yaml").write_text(_spec_text(), encoding="utf-8")
         two_args = (REPO / "specs" / "logaddexp.yaml").read_text(encoding="utf-8")
-        (folder / "specs" / "logaddexp.yaml").write_text(two_args.replace("order: 2", "order: 1"),
-                                                         encoding="utf-8")
+        (folder / "specs" / "logaddexp.yaml").write_text(
+            two_args.replace("order: 2", "order: 1"), encoding="utf-8"
+        )
         result = _console("build", cwd=folder, PYTHONHASHSEED=seed)
         assert result.returncode == 0, result.stderr
         outputs.append(_snapshot(folder / "generated"))
@@ -311,8 +324,20 @@ def test_schema_prints_json(workdir):
 
 def test_generated_module_passes_ruff(workdir):
     assert hogen("build").exit_code == 0
-    result = subprocess.run([RUFF, "check", "--no-cache", "--config", str(REPO / "pyproject.toml"),
-                             str(MODULE), str(INIT)], capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [
+            RUFF,
+            "check",
+            "--no-cache",
+            "--config",
+            str(REPO / "pyproject.toml"),
+            str(MODULE),
+            str(INIT),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -328,6 +353,7 @@ def test_check_on_fresh_outputs_imports_neither_sympy_nor_tensorflow(workdir):
         "    code = done.code\n"
         "print(code, 'sympy' in sys.modules, 'tensorflow' in sys.modules)\n"
     )
-    result = subprocess.run([sys.executable, "-c", probe], cwd=workdir, capture_output=True,
-                            text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-c", probe], cwd=workdir, capture_output=True, text=True, timeout=60
+    )
     assert result.stdout.split() == ["0", "False", "False"], result.stdout + result.stderr

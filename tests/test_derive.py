@@ -13,15 +13,23 @@ from codegen.spec import parse_spec_text
 
 
 def _spec(expr: str, args: str = "[x]", order: int = 2, name: str = "f"):
-    return parse_spec_text(f"name: {name}\nargs: {args}\nexpr: {expr}\norder: {order}\n",
-                           "t.yaml")
+    return parse_spec_text(f"name: {name}\nargs: {args}\nexpr: {expr}\norder: {order}\n", "t.yaml")
 
 
-@pytest.mark.parametrize(("n_args", "order", "count"), [
-    (1, 0, 1), (1, 1, 1), (1, 4, 1),
-    (2, 1, 2), (2, 2, 3), (2, 3, 4),
-    (3, 2, 6), (3, 3, 10), (4, 4, 35),
-])
+@pytest.mark.parametrize(
+    ("n_args", "order", "count"),
+    [
+        (1, 0, 1),
+        (1, 1, 1),
+        (1, 4, 1),
+        (2, 1, 2),
+        (2, 2, 3),
+        (2, 3, 4),
+        (3, 2, 6),
+        (3, 3, 10),
+        (4, 4, 35),
+    ],
+)
 def test_multi_index_counts(n_args, order, count):
     indices = multi_indices(n_args, order)
     assert len(indices) == count == math.comb(n_args + order - 1, order)

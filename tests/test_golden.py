@@ -39,16 +39,25 @@ def test_generated_code_matches_golden(name, in_repo):
         golden.write_bytes(source.encode("utf-8"))
         return
     if not golden.exists():
-        pytest.fail(f"{golden} is missing; create it with HOGEN_UPDATE_GOLDEN=1 "
-                    f".venv/bin/python -m pytest tests/test_golden.py, then review it")
+        pytest.fail(
+            f"{golden} is missing; create it with HOGEN_UPDATE_GOLDEN=1 "
+            f".venv/bin/python -m pytest tests/test_golden.py, then review it"
+        )
     expected = golden.read_bytes()
     if source.encode("utf-8") != expected:
-        diff = "".join(difflib.unified_diff(
-            expected.decode("utf-8").splitlines(True), source.splitlines(True),
-            f"tests/golden/{name}.py (golden)", f"build(specs/{name}.yaml)"))
-        pytest.fail(f"generated code for {name} differs from its golden file; if the change is "
-                    f"intended, regenerate with HOGEN_UPDATE_GOLDEN=1 .venv/bin/python -m pytest "
-                    f"tests/test_golden.py and review `git diff tests/golden/`\n{diff}")
+        diff = "".join(
+            difflib.unified_diff(
+                expected.decode("utf-8").splitlines(True),
+                source.splitlines(True),
+                f"tests/golden/{name}.py (golden)",
+                f"build(specs/{name}.yaml)",
+            )
+        )
+        pytest.fail(
+            f"generated code for {name} differs from its golden file; if the change is "
+            f"intended, regenerate with HOGEN_UPDATE_GOLDEN=1 .venv/bin/python -m pytest "
+            f"tests/test_golden.py and review `git diff tests/golden/`\n{diff}"
+        )
 
 
 @pytest.mark.parametrize("name", SPECS)

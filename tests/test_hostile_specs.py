@@ -78,31 +78,49 @@ GENERATED = {
     "empty": ("", "1:1: expected a mapping"),
     "blank": ("   \n\n", "1:1: expected a mapping"),
     "parens_5000": (HEAD + "expr: " + "(" * 5000 + "x" + ")" * 5000 + "\n", "3:7: expr:"),
-    "parens_1000": (HEAD + "expr: " + "(" * 1000 + "x" + ")" * 1000 + "\n",
-                    "expr: invalid syntax: too many nested parentheses"),
-    "calls_150": (HEAD + "expr: " + "exp(" * 150 + "x" + ")" * 150 + "\n",
-                  "3:411: expr: expression nested too deeply (more than 100 levels)"),
-    "power_chain": (HEAD + "expr: " + "**".join(["x"] * 2000) + "\n",
-                    "3:307: expr: expression nested too deeply (more than 100 levels)"),
+    "parens_1000": (
+        HEAD + "expr: " + "(" * 1000 + "x" + ")" * 1000 + "\n",
+        "expr: invalid syntax: too many nested parentheses",
+    ),
+    "calls_150": (
+        HEAD + "expr: " + "exp(" * 150 + "x" + ")" * 150 + "\n",
+        "3:411: expr: expression nested too deeply (more than 100 levels)",
+    ),
+    "power_chain": (
+        HEAD + "expr: " + "**".join(["x"] * 2000) + "\n",
+        "3:307: expr: expression nested too deeply (more than 100 levels)",
+    ),
     "minus_9000": (HEAD + "expr: " + "-" * 9000 + "x\n", "3:7: expr: expression nested too deeply"),
     "sum_3000": (HEAD + "expr: " + "x+" * 3000 + "x\n", "3:7: expr: expression nested too deeply"),
-    "expr_1mb": (HEAD + "expr: " + "x+" * 500_000 + "x\n",
-                 "1:1: expected a spec of at most 65536 bytes"),
-    "expr_10001": (HEAD + "expr: " + "x+" * 5000 + "x\n",
-                   "3:7: expr: expected 1..10000 characters, got 10001"),
+    "expr_1mb": (
+        HEAD + "expr: " + "x+" * 500_000 + "x\n",
+        "1:1: expected a spec of at most 65536 bytes",
+    ),
+    "expr_10001": (
+        HEAD + "expr: " + "x+" * 5000 + "x\n",
+        "3:7: expr: expected 1..10000 characters, got 10001",
+    ),
     "file_2mb": (HEAD + "expr: x\n" + "# padding\n" * 200_000, "1:1: expected a spec of at most"),
-    "yaml_deep": (HEAD + "expr: x\ndoc: " + "[" * 1000 + "]" * 1000 + "\n",
-                  "4:26: invalid YAML: expected at most 20 nested brackets"),
-    "yaml_deep_wide": (HEAD + "expr: x\ndoc: " + "[" * 20 + "a, " * 15_000 + "]" * 20 + "\n",
-                       "4:6: doc: expected a string"),
-    "yaml_deep_blocks": (HEAD + "expr: x\ndoc:\n" + "".join(" " * i + "- \n" for i in range(300)),
-                         "5:1: doc: expected a string of 1..2000 characters, got a list of 1"),
+    "yaml_deep": (
+        HEAD + "expr: x\ndoc: " + "[" * 1000 + "]" * 1000 + "\n",
+        "4:26: invalid YAML: expected at most 20 nested brackets",
+    ),
+    "yaml_deep_wide": (
+        HEAD + "expr: x\ndoc: " + "[" * 20 + "a, " * 15_000 + "]" * 20 + "\n",
+        "4:6: doc: expected a string",
+    ),
+    "yaml_deep_blocks": (
+        HEAD + "expr: x\ndoc:\n" + "".join(" " * i + "- \n" for i in range(300)),
+        "5:1: doc: expected a string of 1..2000 characters, got a list of 1",
+    ),
     "surrogate": (HEAD + "expr: x\ndoc: a\udc80b\n", "4:7: invalid YAML: unacceptable character"),
     "bom": ("\ufeffname: f\nargs: [x]\nexpr: x\norder: 9\n", "4:8: order: expected an integer"),
     "crlf": (HEAD.replace("\n", "\r\n") + "order: 9\r\nexpr: x\r\n", "3:8: order: expected"),
     "int_5000_digits": (HEAD + "expr: x + " + "9" * 5000 + "\n", "3:7: expr: invalid syntax"),
-    "float_5000_digits": (HEAD + "expr: x + 0." + "1" * 5000 + "\n",
-                          "3:11: expr: expected a float within the float64 range"),
+    "float_5000_digits": (
+        HEAD + "expr: x + 0." + "1" * 5000 + "\n",
+        "3:11: expr: expected a float within the float64 range",
+    ),
 }
 
 
@@ -142,10 +160,11 @@ def test_source_line_points_at_the_problem():
         parse_spec_text(HEAD + "expr: x + sigmod(x)\n", "s.yaml")
     err = info.value
     assert err.source_line == "expr: x + sigmod(x)"
-    assert err.source_line[err.col - 1:].startswith("sigmod")
+    assert err.source_line[err.col - 1 :].startswith("sigmod")
 
 
 # --- property tests -----------------------------------------------------------------------
+
 
 def parse_or_error(text: str) -> None:
     try:
@@ -165,21 +184,47 @@ def test_random_text(text):
 @settings(max_examples=200, deadline=None)
 @given(st.text(alphabet="xab()+-*/.e0123456789_ ,:=[]{}'\"sinexplogqrt\\jJ!@%<>", max_size=60))
 def test_random_expressions(expr):
-    parse_or_error(yaml.safe_dump({"name": "f", "args": ["x", "a"], "params": {"b": 2.0},
-                                   "expr": expr}))
+    parse_or_error(
+        yaml.safe_dump({"name": "f", "args": ["x", "a"], "params": {"b": 2.0}, "expr": expr})
+    )
 
 
 SCALARS = st.one_of(
-    st.none(), st.booleans(), st.integers(-10, 10), st.integers(),
-    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=20),
-    st.sampled_from(["x", "y", "a", "b", "inf", "-inf", "exp(x)", "log(1 + exp(x))", "x**2",
-                     "f", "class", "1e-3", ".inf"]),
+    st.none(),
+    st.booleans(),
+    st.integers(-10, 10),
+    st.integers(),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=20),
+    st.sampled_from(
+        [
+            "x",
+            "y",
+            "a",
+            "b",
+            "inf",
+            "-inf",
+            "exp(x)",
+            "log(1 + exp(x))",
+            "x**2",
+            "f",
+            "class",
+            "1e-3",
+            ".inf",
+        ]
+    ),
 )
-VALUES = st.recursive(SCALARS, lambda inner: st.one_of(
-    st.lists(inner, max_size=5), st.dictionaries(st.one_of(st.text(max_size=8), SCALARS), inner,
-                                                 max_size=3)), max_leaves=6)
-SPECS = st.dictionaries(st.one_of(st.sampled_from(KNOWN_KEYS), st.text(max_size=8)), VALUES,
-                        max_size=7)
+VALUES = st.recursive(
+    SCALARS,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=5),
+        st.dictionaries(st.one_of(st.text(max_size=8), SCALARS), inner, max_size=3),
+    ),
+    max_leaves=6,
+)
+SPECS = st.dictionaries(
+    st.one_of(st.sampled_from(KNOWN_KEYS), st.text(max_size=8)), VALUES, max_size=7
+)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -189,13 +234,21 @@ def test_random_mappings(mapping):
 
 
 @settings(max_examples=200, deadline=None)
-@given(args=st.lists(st.sampled_from(["x", "a", "b", "z", "x0", "f", "pi", "t"]), max_size=5),
-       order=st.one_of(st.integers(-2, 6), st.booleans(), st.text(max_size=3)),
-       lo=st.floats(), hi=st.floats(),
-       expr=st.sampled_from(["x", "a*b", "exp(z) + pi", "sigmoid(x)/a", "x**x", "1/0", "E**a"]))
+@given(
+    args=st.lists(st.sampled_from(["x", "a", "b", "z", "x0", "f", "pi", "t"]), max_size=5),
+    order=st.one_of(st.integers(-2, 6), st.booleans(), st.text(max_size=3)),
+    lo=st.floats(),
+    hi=st.floats(),
+    expr=st.sampled_from(["x", "a*b", "exp(z) + pi", "sigmoid(x)/a", "x**x", "1/0", "E**a"]),
+)
 def test_random_near_valid_specs(args, order, lo, hi, expr):
-    spec = {"name": "f", "args": args, "expr": expr, "order": order,
-            "domain": {arg: [lo, hi] for arg in args[:1]}}
+    spec = {
+        "name": "f",
+        "args": args,
+        "expr": expr,
+        "order": order,
+        "domain": {arg: [lo, hi] for arg in args[:1]},
+    }
     parse_or_error(yaml.safe_dump(spec))
 
 

@@ -48,8 +48,7 @@ def test_lower_each_shares_between_environments_only_where_equal():
 
 
 def test_steps_only_read_earlier_values():
-    program = lower([sp.log(1 + sp.exp(x)) / (1 + x**2) - sp.sqrt(sp.Abs(y)) * sp.tanh(x * y)],
-                    ENV)
+    program = lower([sp.log(1 + sp.exp(x)) / (1 + x**2) - sp.sqrt(sp.Abs(y)) * sp.tanh(x * y)], ENV)
     known = {"x", "y"}
     for step in program.steps:
         assert all(isinstance(o, float) or o in known for o in step.operands), step
@@ -80,8 +79,10 @@ SIMPLE_FORMS = [
     (log1p(x**2) + expm1(y), lambda a, b: np.log1p(a * a) + np.expm1(b)),
     (sp.Abs(x - y), lambda a, b: np.abs(a - b)),
     (sp.Max(x, y) + sp.Min(x, 0), lambda a, b: np.maximum(a, b) + np.minimum(a, 0.0)),
-    (sp.erf(x) + sp.erfc(y), lambda a, b: np.array([math.erf(v) + math.erfc(w)
-                                                    for v, w in zip(a, b, strict=True)])),
+    (
+        sp.erf(x) + sp.erfc(y),
+        lambda a, b: np.array([math.erf(v) + math.erfc(w) for v, w in zip(a, b, strict=True)]),
+    ),
     (sigmoid(x), lambda a, b: 1.0 / (1.0 + np.exp(-a))),
     (softplus(y), lambda a, b: np.log1p(np.exp(b))),
     (x**1.5, lambda a, b: np.abs(a) ** 1.5),
@@ -152,7 +153,10 @@ def test_regimes_never_see_points_outside_their_piece():
     program = lower([form], ENV)
     clips = _ops(program, "clip")
     assert [(c.operands[1], c.operands[2]) for c in clips] == [
-        (-math.inf, -1.0), (-1.0, 1.0), (1.0, math.inf)]
+        (-math.inf, -1.0),
+        (-1.0, 1.0),
+        (1.0, math.inf),
+    ]
     xs = np.array([-1e300, -2.0, -1.0, 0.0, 1e-300, 0.5, 1.0, 3.0, 800.0])
     (out,) = run(program, {"x": xs}, "float64")
     assert np.isfinite(out).all()

@@ -78,8 +78,10 @@ def test_spec_is_frozen():
 
 
 def test_params_are_floats_in_file_order():
-    spec = spec_of("name: f\nargs: [x]\nparams: {beta: 2, alpha: 1e-3, gamma: -0.5}\n"
-                   "expr: beta * x + alpha - gamma\n")
+    spec = spec_of(
+        "name: f\nargs: [x]\nparams: {beta: 2, alpha: 1e-3, gamma: -0.5}\n"
+        "expr: beta * x + alpha - gamma\n"
+    )
     assert spec.params == (("beta", 2.0), ("alpha", 0.001), ("gamma", -0.5))
     assert all(type(value) is float for _, value in spec.params)
     beta, alpha, gamma = spec.param_symbols
@@ -88,27 +90,34 @@ def test_params_are_floats_in_file_order():
 
 
 def test_several_args_keep_file_order_and_domain_follows_them():
-    spec = spec_of("name: f\nargs: [b, a, z]\nexpr: a * b + z\norder: 4\n"
-                   "domain: {z: [0, 1], b: ['-inf', 0.5]}\n")
+    spec = spec_of(
+        "name: f\nargs: [b, a, z]\nexpr: a * b + z\norder: 4\n"
+        "domain: {z: [0, 1], b: ['-inf', 0.5]}\n"
+    )
     assert spec.args == ("b", "a", "z")
     assert spec.domain == ((-math.inf, 0.5), (-math.inf, math.inf), (0.0, 1.0))
     assert spec.order == 4
 
 
-@pytest.mark.parametrize(("bounds", "expected"), [
-    ("[-inf, inf]", (-math.inf, math.inf)),
-    ("[-.inf, .inf]", (-math.inf, math.inf)),
-    ("['-inf', '+inf']", (-math.inf, math.inf)),
-    ("[0, 1e3]", (0.0, 1000.0)),
-    ("[-1.5, 2]", (-1.5, 2.0)),
-])
+@pytest.mark.parametrize(
+    ("bounds", "expected"),
+    [
+        ("[-inf, inf]", (-math.inf, math.inf)),
+        ("[-.inf, .inf]", (-math.inf, math.inf)),
+        ("['-inf', '+inf']", (-math.inf, math.inf)),
+        ("[0, 1e3]", (0.0, 1000.0)),
+        ("[-1.5, 2]", (-1.5, 2.0)),
+    ],
+)
 def test_domain_bounds(bounds, expected):
     assert spec_of(f"name: f\nargs: [x]\nexpr: x\ndomain:\n  x: {bounds}\n").domain == (expected,)
 
 
 def test_expression_grammar():
-    spec = spec_of("name: f\nargs: [x, a]\nparams: {beta: 1}\n"
-                   "expr: -sigmoid(x) * a**2 / 3 + beta * pi - E + sqrt(+x) - 0.1\n")
+    spec = spec_of(
+        "name: f\nargs: [x, a]\nparams: {beta: 1}\n"
+        "expr: -sigmoid(x) * a**2 / 3 + beta * pi - E + sqrt(+x) - 0.1\n"
+    )
     a, beta = sp.Symbol("a", real=True), sp.Symbol("beta", real=True)
     expected = -sigmoid(X) * a**2 / 3 + beta * sp.pi - sp.E + sp.sqrt(X) - sp.Rational(1, 10)
     assert spec.expr == expected
@@ -177,8 +186,13 @@ def test_schema_agrees_with_the_loader():
 
     validator = jsonschema.Draft202012Validator(SCHEMA)
     assert not list(validator.iter_errors(yaml.safe_load(LOG1PEXP)))
-    for old, new in (("order: 2", "order: 7"), ("order: 2", "ordr: 2"), ("log1pexp", "../x"),
-                     ("args: [x]", "args: []"), ("params: {}", "params: {b: x}")):
+    for old, new in (
+        ("order: 2", "order: 7"),
+        ("order: 2", "ordr: 2"),
+        ("log1pexp", "../x"),
+        ("args: [x]", "args: []"),
+        ("params: {}", "params: {b: x}"),
+    ):
         bad = LOG1PEXP.replace(old, new)
         assert list(validator.iter_errors(yaml.safe_load(bad))), new
         with pytest.raises(SpecError):
@@ -216,7 +230,7 @@ def test_error_position_of_a_bad_order():
 def test_error_position_of_a_bad_function_inside_expr():
     err = error_of("name: f\nargs: [x]\nexpr: x + 2 * sigmod(x)\n")
     assert str(err) == "s.yaml:3:15: expr: unknown function 'sigmod'; did you mean 'sigmoid'?"
-    assert err.source_line[err.col - 1:].startswith("sigmod(")
+    assert err.source_line[err.col - 1 :].startswith("sigmod(")
 
 
 def test_error_position_inside_a_quoted_expr_with_unicode():
@@ -243,8 +257,9 @@ def test_unknown_key_suggests_the_nearest():
 
 def test_parse_expression_directly():
     names = {"x": X}
-    assert parse_expression("softplus(x) ** 2", names, path="p", line=1, col=1) == \
-        sp.Pow(codegen.functions.softplus(X), 2)
+    assert parse_expression("softplus(x) ** 2", names, path="p", line=1, col=1) == sp.Pow(
+        codegen.functions.softplus(X), 2
+    )
     with pytest.raises(SpecError) as info:
         parse_expression("x + y.z", names, path="p.yaml", line=7, col=10)
     assert str(info.value).startswith("p.yaml:7:14: expected a number, a name")

@@ -133,11 +133,15 @@ def _significant_digits(value: float) -> int:
     return len(f"{abs(value):.17g}".split("e")[0].replace(".", "").strip("0"))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "regimes picks a split between two neighbouring sample points that may lie very close "
-    "together (float32 and float64 samples are merged), so simplest_between has no room: "
-    "sinc's value splits at x < -0.834782243 (and exprel at -0.8272217512131), not at a "
-    "short decimal as regimes.py promises"))
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "regimes picks a split between two neighbouring sample points that may lie very close "
+        "together (float32 and float64 samples are merged), so simplest_between has no room: "
+        "sinc's value splits at x < -0.834782243 (and exprel at -0.8272217512131), not at a "
+        "short decimal as regimes.py promises"
+    ),
+)
 def test_sinc_thresholds_are_short_decimals(sinc):
     for choice in sinc.choices:
         form = choice.chosen.form
@@ -169,14 +173,17 @@ def test_sinc_naive_value_fails_at_zero(sinc):
 # --- thresholds ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("lo", "hi", "expected"), [
-    (-0.3, 0.7, 0.0),
-    (-1e308, 1e308, 0.0),
-    (0.2, 0.3, 0.25),
-    (-0.3, -0.2, -0.25),
-    (3.0, 5.0, 4.0),
-    (-1e-300, 0.0, 0.0),
-])
+@pytest.mark.parametrize(
+    ("lo", "hi", "expected"),
+    [
+        (-0.3, 0.7, 0.0),
+        (-1e308, 1e308, 0.0),
+        (0.2, 0.3, 0.25),
+        (-0.3, -0.2, -0.25),
+        (3.0, 5.0, 4.0),
+        (-1e-300, 0.0, 0.0),
+    ],
+)
 def test_simplest_between_exact(lo, hi, expected):
     assert simplest_between(lo, hi) == expected
 
