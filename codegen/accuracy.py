@@ -246,6 +246,7 @@ _ARB_FUNCS = {
     "sign": lambda u: u.sgn(),
     "sigmoid": lambda u: _sigmoid(u, _EXP),
     "softplus": lambda u: _softplus(u, _EXP, _LOG1P),
+    "hypot": lambda a, b: (a * a + b * b).sqrt(),
     "logaddexp": lambda a, b: a + _softplus(b - a, _EXP, _LOG1P),
 }
 _OVERFLOWS = frozenset({"exp", "expm1", "sinh", "cosh"})

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from codegen.functions import sigmoid
+from codegen.functions import hypot, sigmoid
 from codegen.rules import apply_rules
 
 SIMPLIFY_MAX_OPS = 150
@@ -61,7 +61,7 @@ def _absorbed(node: sp.Expr) -> sp.Expr:
     """c*F*exp(u) -> sign(c*F)*exp(u + log|c*F|): no underflow of exp(u) before the product."""
     exps = [f for f in node.args if f.func is sp.exp]
     rest = sp.Mul(*[f for f in node.args if f.func is not sp.exp])
-    if len(exps) != 1 or rest.is_number:
+    if len(exps) != 1 or rest.is_number or isinstance(exps[0].args[0], sp.UnevaluatedExpr):
         return node
     exponent = sp.UnevaluatedExpr(exps[0].args[0] + sp.log(sp.Abs(rest)))  # SymPy would undo it
     return sp.sign(rest) * sp.exp(exponent)
@@ -71,8 +71,61 @@ def absorbed_forms(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
     """Products with an exp written as one exp, for tails where exp(u) alone underflows."""
     if not expr.has(sp.exp):
         return []
-    form = expr.replace(lambda n: n.is_Mul and any(f.func is sp.exp for f in n.args), _absorbed)
+    try:
+        form = expr.replace(lambda n: n.is_Mul and any(f.func is sp.exp for f in n.args), _absorbed)
+    except RecursionError:
+        return []
     return [] if form == expr else [("absorb exp", form)]
+
+
+def _scaled_by_hypot(node: sp.Expr, balanced: bool) -> sp.Expr:
+    """a**e * hypot**-k -> (a/hypot)**e * hypot**(e-k): bounded ratios, no overflow.
+
+    `balanced` also spreads a remaining negative power of hypot over the ratios,
+    (a/hypot * hypot**((e-k)/e))**e, so no ratio is squared into underflow first.
+    """
+    hyps = [f for f in node.args if f.as_base_exp()[0].func is hypot]
+    if len(hyps) != 1:
+        return node
+    h, power = hyps[0].as_base_exp()
+    ratios, rest = [], []
+    for factor in node.args:
+        base, e = factor.as_base_exp()
+        if base.is_Symbol and e.is_Integer and e > 0:
+            ratios.append((base / h, e))
+            power += e
+        elif factor is not hyps[0]:
+            rest.append(factor)
+    if not ratios:
+        return node
+    total = sum(e for _, e in ratios)
+    if balanced and power < 0:
+        share = h ** (power / total)
+        ratio = [sp.UnevaluatedExpr(sp.UnevaluatedExpr(r) * share) ** e for r, e in ratios]
+        return sp.Mul(*rest, *ratio)
+    return sp.Mul(*rest, *(sp.UnevaluatedExpr(r) ** e for r, e in ratios), h**power)
+
+
+def hypot_forms(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
+    """Products with a power of hypot(a, b) written with the bounded ratios a/hypot, b/hypot."""
+    if not expr.has(hypot):
+        return []
+    out = []
+    for label, balanced in (("hypot ratios", False), ("hypot ratios balanced", True)):
+        form = expr.replace(lambda n: n.is_Mul and n.has(hypot),
+                            lambda n, b=balanced: _scaled_by_hypot(n, b))
+        if form != expr:
+            out.append((label, form))
+    return out
+
+
+def reciprocal_forms(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
+    """b**-k as (1/b)**k: near underflow, 1/b**2 overflows to inf where (1/b)**2 is finite."""
+    def is_target(n):
+        return n.is_Pow and n.exp.is_Integer and n.exp < -1 and not n.base.is_number
+
+    form = expr.replace(is_target, lambda n: sp.UnevaluatedExpr(1 / n.base) ** (-n.exp))
+    return [] if form == expr else [("reciprocal powers", form)]
 
 
 def sigmoid_forms(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
@@ -127,10 +180,12 @@ def candidates(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[str, sp
         raw += [(f"{label}+{name}", form) for name, form in sigmoid_forms(variant)]
         raw += [(f"{label}+{name}", form) for name, form in difference_forms(variant, args)]
         raw += [(f"{label}+{name}", form) for name, form in absorbed_forms(variant)]
+        raw += [(f"{label}+{name}", form) for name, form in reciprocal_forms(variant)]
     seen: set[str] = set()
     out: list[tuple[str, sp.Expr]] = []
     for label, form in raw:
-        for name, version in ((label, form), *_rules_version(label, form)):
+        for name, version in ((label, form), *_rules_version(label, form),
+                          *_hypot_version(label, form)):
             key = sp.srepr(version)
             if key not in seen:
                 seen.add(key)
@@ -139,6 +194,11 @@ def candidates(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[str, sp
         out += series_forms(expr, args[0])
         out.append(("series zero", sp.S.Zero))  # where the value underflows: exact, and no NaN
     return out
+
+
+def _hypot_version(label: str, form: sp.Expr) -> list[tuple[str, sp.Expr]]:
+    rewritten, _ = apply_rules(form)
+    return [(f"{label}+rules+{name}", version) for name, version in hypot_forms(rewritten)]
 
 
 def _rules_version(label: str, form: sp.Expr) -> list[tuple[str, sp.Expr]]:

@@ -121,6 +121,8 @@ def _tf_expr(op: str, operands, rename) -> str:
         return f"{a[0]} {binary[op]} {a[1]}"
     if op == "neg":
         return f"-{a[0]}"
+    if op == "div_no_nan":
+        return f"tf.math.divide_no_nan({a[0]}, {a[1]})"
     if op in ("square", "sqrt", "rsqrt", "maximum", "minimum", "pow"):
         return f"tf.math.{op}({', '.join(a)})"
     if op == "clip":
@@ -339,7 +341,6 @@ def render_init(op_names: list[str]) -> str:
         "init.py.j2",
         {
             "version": __version__,
-            "names_sentence": ", ".join(ops) if ops else "none yet",
             "imports": [f"from .{op} import {op}" for op in ops],
             "names": ops,
         },

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import sympy as sp
-from sympy.codegen.cfunctions import expm1, log1p
+from sympy.codegen.cfunctions import expm1, hypot, log1p
 
 __all__ = [
     "FUNCTIONS",
@@ -153,6 +153,8 @@ FUNCTIONS: dict[str, FunctionInfo] = {
 # Functions hogen's own forms may use but a spec may not (sign has no useful derivative).
 INTERNAL_FUNCTIONS: dict[str, FunctionInfo] = {
     "sign": FunctionInfo("sign", sp.sign, "tf.math.sign", np.sign),
+    # lowered as a composite (max * sqrt(1 + (min/max)**2)); no single TF op
+    "hypot": FunctionInfo("hypot", hypot, "", np.hypot),
 }
 ALL_FUNCTIONS: dict[str, FunctionInfo] = {**FUNCTIONS, **INTERNAL_FUNCTIONS}
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from codegen.functions import by_class
+from codegen.functions import by_class, hypot
 
 
 @dataclass(frozen=True)
@@ -138,6 +138,14 @@ def _lower_regimes(b: _Builder, regimes: Regimes, env) -> str | float:
     return out
 
 
+def _lower_hypot(b: _Builder, a, c) -> str:
+    """sqrt(a**2 + c**2) as big * sqrt(1 + (small/big)**2): no overflow, no underflow."""
+    a, c = b.emit("abs", a), b.emit("abs", c)
+    big, small = b.emit("maximum", a, c), b.emit("minimum", a, c)
+    ratio = b.emit("div_no_nan", small, big)
+    return b.emit("mul", big, b.emit("sqrt", b.emit("add", 1.0, b.emit("square", ratio))))
+
+
 def _lower(b: _Builder, expr, env) -> str | float:
     if isinstance(expr, Regimes):
         return _lower_regimes(b, expr, env)
@@ -165,6 +173,8 @@ def _lower(b: _Builder, expr, env) -> str | float:
         for arg in args[1:]:
             out = b.emit(op, out, arg)
         return out
+    if expr.func is hypot:
+        return _lower_hypot(b, *(_lower(b, arg, env) for arg in expr.args))
     info = by_class(expr.func)
     if info is None:
         raise TypeError(f"cannot lower {expr.func.__name__} (in {expr})")

@@ -22,6 +22,7 @@ _BINARY = {
     "pow": np.power,
     "maximum": np.maximum,
     "minimum": np.minimum,
+    "div_no_nan": lambda a, b: np.where(b == 0, np.zeros_like(a), a / b),
 }
 _UNARY = {
     "neg": np.negative,

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import sympy as sp
-from sympy.codegen.cfunctions import expm1, log1p
+from sympy.codegen.cfunctions import expm1, hypot, log1p
 
 from codegen.functions import sigmoid, softplus
 
@@ -154,6 +154,24 @@ def _sech_squared(node):
     return None
 
 
+def _hypot(node):
+    """(a**2 + b**2)**(k/2) -> hypot(a, b)**k for odd k."""
+    if node.is_Pow and node.base.is_Add and len(node.base.args) == 2:
+        twice = 2 * node.exp
+        squares = [term.as_base_exp() for term in node.base.args]
+        if twice.is_Integer and twice % 2 == 1 and all(e == 2 for _, e in squares):
+            return hypot(squares[0][0], squares[1][0]) ** twice
+    return None
+
+
+def _log_cosh(node):
+    """log(cosh(u)) -> |u| + softplus(-2|u|) - log(2): cosh(u) overflows long before it."""
+    if node.func is sp.log and node.args[0].func is sp.cosh:
+        u = sp.Abs(node.args[0].args[0])
+        return u + softplus(-2 * u) - sp.log(2)
+    return None
+
+
 STABLE_RULES: tuple[Rule, ...] = (
     Rule("log1p", "log(1 + u) = log1p(u)", _log1p),
     Rule("expm1", "exp(u) - 1 = expm1(u)", _expm1),
@@ -169,6 +187,8 @@ STABLE_RULES: tuple[Rule, ...] = (
     Rule("logaddexp", "log(exp(a) + exp(b)) = max(a, b) + softplus(-|a - b|)", _logaddexp),
     Rule("erfc", "1 + erf(u) = erfc(-u)", _erfc),
     Rule("one_minus_cos", "1 - cos(u) = 2 sin(u/2)**2", _one_minus_cos),
+    Rule("hypot", "sqrt(a**2 + b**2) = hypot(a, b), computed with scaling", _hypot),
+    Rule("log_cosh", "log(cosh(u)) = |u| + softplus(-2|u|) - log(2)", _log_cosh),
     Rule("sech_squared", "1 - tanh(u)**2 = 4 sigmoid(2u) sigmoid(-2u)", _sech_squared),
 )
 

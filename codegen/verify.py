@@ -53,6 +53,7 @@ _TF_BINARY = {
     "pow": tf.pow,
     "maximum": tf.maximum,
     "minimum": tf.minimum,
+    "div_no_nan": tf.math.divide_no_nan,
 }
 _TF_UNARY = {"neg": tf.negative, "square": tf.square, "sqrt": tf.sqrt, "rsqrt": tf.math.rsqrt}
 

@@ -9,17 +9,25 @@ import pytest
 from conftest_tf import tf  # noqa: F401  (sets TF logging and sys.path first)
 
 import generated
+from codegen.spec import load_spec
 
 OPS = sorted(generated.__all__)
 POINTS = np.array([-3.0, -1.5, -0.5, 0.25, 0.75, 2.0, 3.5])
 
 
+def _inside(points, lo, hi):
+    """Moderate points mapped into the domain [lo, hi] of one arg."""
+    if lo >= 0 and hi <= 1:
+        return 1 / (1 + np.exp(-points))
+    if lo >= 0:
+        return np.exp(points)
+    return np.clip(points, lo, hi)
+
+
 def _inputs(op, dtype):
-    n_args = op.__code__.co_argcount
-    shifted = [POINTS + 0.1 * i for i in range(n_args)]
-    if op.__name__ in ("logit",):
-        shifted = [1 / (1 + np.exp(-p)) for p in shifted]
-    return [tf.constant(p, dtype) for p in shifted]
+    spec = load_spec(f"specs/{op.__name__}.yaml")
+    columns = [_inside(POINTS + 0.1 * i, lo, hi) for i, (lo, hi) in enumerate(spec.domain)]
+    return [tf.constant(c, dtype) for c in columns]
 
 
 def _value_and_derivatives(op, args):
