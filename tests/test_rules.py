@@ -13,7 +13,7 @@ import mpmath
 import numpy as np
 import pytest
 import sympy as sp
-from sympy.codegen.cfunctions import expm1, log1p
+from sympy.codegen.cfunctions import expm1, hypot, log1p
 
 from codegen.accuracy import bits_error, reference
 from codegen.functions import sigmoid, softplus
@@ -103,6 +103,17 @@ CASES: dict[str, Case] = {
     "sech_squared": Case(
         rewrites=((1 - sp.tanh(x) ** 2, 4 * sigmoid(2 * x) * sigmoid(-2 * x)),),
         untouched=(1 + sp.tanh(x) ** 2, 1 - sp.tanh(x) ** 3),
+    ),
+    "hypot": Case(
+        rewrites=(
+            (sp.sqrt(x**2 + y**2), hypot(x, y)),
+            ((x**2 + y**2) ** sp.Rational(-3, 2), hypot(x, y) ** -3),
+        ),
+        untouched=(sp.sqrt(x**2 + 2 * y**2), sp.sqrt(x**2 + y**3), (x**2 + y**2) ** 2),
+    ),
+    "log_cosh": Case(
+        rewrites=((sp.log(sp.cosh(x)), sp.Abs(x) + softplus(-2 * sp.Abs(x)) - sp.log(2)),),
+        untouched=(sp.log(sp.sinh(x)), sp.cosh(x)),
     ),
 }
 
@@ -214,6 +225,8 @@ UNSTABLE_AT = {
     "erfc": (1 + sp.erf(x), (-10.0,)),
     "one_minus_cos": (1 - sp.cos(x), (1e-9,)),
     "sech_squared": (1 - sp.tanh(x) ** 2, (20.0,)),
+    "hypot": (sp.sqrt(x**2 + y**2), (1e200, 1e200)),
+    "log_cosh": (sp.log(sp.cosh(x)), (800.0,)),
 }
 
 
