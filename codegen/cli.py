@@ -48,21 +48,42 @@ def _specs(paths: list[Path] | None) -> list[Path]:
     return found
 
 
-def _render(spec_paths: list[Path], verbose: bool) -> dict[Path, str]:
-    """Build every spec in memory first: a bad spec fails the run before anything is written."""
-    from codegen.pipeline import build
+def _load_all(spec_paths: list[Path]) -> list:
+    """Every spec loaded and validated before any is built: a bad one fails the run first."""
     from codegen.spec import SpecError, load_spec
 
-    rendered: dict[Path, str] = {}
+    specs = []
     for path in spec_paths:
         try:
-            spec = load_spec(outputs.display_path(path))
+            specs.append(load_spec(outputs.display_path(path)))
         except SpecError as error:
             _fail_spec(error)
-        if verbose:
-            err.print(f"building {path} -> {spec.name}.py")
-        rendered[Path(f"{spec.name}.py")] = build(spec)
-    return rendered
+    return specs
+
+
+def _render(spec_paths: list[Path], verbose: bool, jobs: int, max_ops: int) -> dict[Path, str]:
+    """Build every spec in memory (in `jobs` processes); nothing is written here."""
+    from concurrent.futures import ProcessPoolExecutor
+    from functools import partial
+
+    from codegen.derive import DeriveError
+    from codegen.pipeline import build
+
+    specs = _load_all(spec_paths)
+    if verbose:
+        for spec in specs:
+            err.print(f"building {spec.path} -> {spec.name}.py", markup=False)
+    work = partial(build, max_ops=max_ops)
+    try:
+        if jobs > 1 and len(specs) > 1:
+            with ProcessPoolExecutor(max_workers=jobs) as pool:
+                texts = list(pool.map(work, specs))
+        else:
+            texts = [work(spec) for spec in specs]
+    except DeriveError as error:
+        err.print(f"error: {error}", markup=False)
+        raise typer.Exit(EXIT_USAGE) from None
+    return {Path(f"{spec.name}.py"): text for spec, text in zip(specs, texts)}
 
 
 def _diff(path: Path, new: str) -> str:
@@ -81,6 +102,13 @@ def build_command(
     force: bool = typer.Option(False, "--force", help="Rebuild fresh outputs too."),
     quiet: bool = typer.Option(False, "--quiet", "-q"),
     verbose: bool = typer.Option(False, "--verbose", "-v"),
+    jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Build specs in this many processes."),
+    max_ops: int = typer.Option(
+        20_000,
+        "--max-ops",
+        min=1,
+        help="Stop with an error when a derivative grows past this size.",
+    ),
 ) -> None:
     """Build specs into TensorFlow modules (skipping fresh ones)."""
     spec_paths = _specs(paths)
@@ -89,7 +117,7 @@ def build_command(
         _report_check(plan, quiet)
         raise typer.Exit(EXIT_STALE if plan.to_build or plan.extra else 0)
     targets = spec_paths if (force or diff) else list(plan.to_build)
-    rendered = _render(targets, verbose)
+    rendered = _render(targets, verbose, jobs, max_ops)
     if diff:
         texts = [_diff(out_dir / name, text) for name, text in sorted(rendered.items())]
         out.print("".join(texts), end="", markup=False)
@@ -172,6 +200,22 @@ def verify_command(
         write_json(rows, json_path)
     broken = [r for r in rows if r.tool == "hogen" and not r.figures.keeps_promise()]
     raise typer.Exit(EXIT_STALE if broken else 0)
+
+
+@app.command("report")
+def report_command(
+    paths: list[Path] | None = PATHS,
+    out_dir: Path = OUT,
+    docs: Path = typer.Option(Path("docs"), "--docs", help="Where accuracy.md and plots go."),
+    samples: int = typer.Option(2000, help="Sample points per dtype."),
+) -> None:
+    """Write docs/accuracy.md and error plots: hogen vs TF autodiff vs TF built-ins."""
+    from codegen.report import write_report
+
+    specs = _load_all(_specs(paths))
+    written = write_report(specs, out_dir, docs, samples)
+    for path in written:
+        out.print(f"wrote {path}", markup=False)
 
 
 def main() -> None:

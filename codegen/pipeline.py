@@ -5,12 +5,12 @@ In: a `Spec`. Out: the generated module's text. Pure: no files, no TensorFlow.
 
 from __future__ import annotations
 
-from codegen.derive import derive
+from codegen.derive import DEFAULT_MAX_OPS, derive
 from codegen.emit import emit
 from codegen.spec import Spec
 from codegen.stabilize import stabilize
 
 
-def build(spec: Spec) -> str:
-    """The generated module for `spec`."""
-    return emit(stabilize(derive(spec)))
+def build(spec: Spec, max_ops: int = DEFAULT_MAX_OPS) -> str:
+    """The generated module for `spec`; `max_ops` bounds the size of any one derivative."""
+    return emit(stabilize(derive(spec, max_ops)))
