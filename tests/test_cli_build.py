@@ -39,11 +39,11 @@ _REAL_BUILD = pipeline.build
 _BUILT: dict[tuple[str, str], str] = {}
 
 
-def _memo_build(spec) -> str:
+def _memo_build(spec, max_ops: int = 20_000) -> str:
     """`pipeline.build`, run once per spec path and hash: these tests are about files."""
     key = (spec.path, spec.sha256)
     if key not in _BUILT:
-        _BUILT[key] = _REAL_BUILD(spec)
+        _BUILT[key] = _REAL_BUILD(spec, max_ops)
     return _BUILT[key]
 
 
