@@ -57,14 +57,15 @@ def partial_label(args: tuple[str, ...], index: tuple[int, ...]) -> str:
     return "f" if not order else "f_" + "".join(a for a, n in zip(args, index) for _ in range(n))
 
 
-def _wrap(text: str, indent: str) -> list[str]:
+def _wrap(text: str, indent: str, hanging: bool = True) -> list[str]:
+    """`text` wrapped to fit after `indent`; continuation lines hang by four spaces if asked."""
     return textwrap.wrap(
         text,
         96 - len(indent),
         break_long_words=True,
         break_on_hyphens=False,
         initial_indent="",
-        subsequent_indent="    ",
+        subsequent_indent="    " if hanging else "",
     ) or [""]
 
 
@@ -230,15 +231,26 @@ def _symbols_of(form) -> set:
     return form.free_symbols
 
 
+def _domain_sentence(spec) -> str:
+    """Where accuracy is promised, and what happens elsewhere."""
+    bounds = ", ".join(f"{a} in [{lo!r}, {hi!r}]" for a, (lo, hi) in zip(spec.args, spec.domain))
+    return (
+        f"Accuracy (every order, float32 and float64) is measured and promised for {bounds}. "
+        "Outside it the same forms are evaluated without that promise; where the function has "
+        "no real value the result is NaN, as for TensorFlow's own ops. NaN in gives NaN out."
+    )
+
+
 def _public_doc(forms: StableForms) -> str:
     spec = forms.spec
-    body = _wrap(spec.doc, "    ")
+    body = _wrap(spec.doc, "    ", hanging=False)
     body += ["", "Args:"]
     body += [
         f"    {a}: float tensor, NumPy array or Python number (inputs broadcast)."
         for a in spec.args
     ]
     body += [f"    {p}: float parameter, no gradient (default {v!r})." for p, v in spec.params]
+    body += ["", *_wrap(_domain_sentence(spec), "    ", hanging=False)]
     body += [
         "",
         "Returns:",

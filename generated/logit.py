@@ -26,6 +26,10 @@ def logit(p):
     Args:
         p: float tensor, NumPy array or Python number (inputs broadcast).
 
+    Accuracy (every order, float32 and float64) is measured and promised for p in [0.0, 1.0].
+    Outside it the same forms are evaluated without that promise; where the function has no real
+    value the result is NaN, as for TensorFlow's own ops. NaN in gives NaN out.
+
     Returns:
         A tensor of the inputs' dtype. float16 and bfloat16 are computed in
         float32 and cast back.
