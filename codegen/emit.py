@@ -140,12 +140,22 @@ def _tf_expr(op: str, operands, rename) -> str:
     return f"{ALL_FUNCTIONS[op].tf_name}({a[0]})"
 
 
-def _monomial(args, alpha) -> str:
-    """t^alpha / alpha! as code, e.g. `t_x * t_x / 2.0`."""
+def _jet_term(d: str, args, alpha) -> str:
+    """`d * t^alpha / alpha!` as code, NaN-free where `d` is infinite and t is 0.
+
+    A pure square t**2/2 is written `(2 d) * square(t / 2)`: reverse mode then never forms
+    d/2, which TensorFlow flushes to 0 when d lies within a factor 2 of the smallest normal.
+    """
+    if sum(alpha) == 0:
+        return d
+    if sorted(alpha) == [0] * (len(alpha) - 1) + [2]:
+        t = names.tangent(args[alpha.index(2)])
+        return f"tf.math.multiply_no_nan({d} * 2.0, tf.math.square({t} * 0.5))"
     factors = [names.tangent(a) for a, n in zip(args, alpha) for _ in range(n)]
     text = " * ".join(factors)
     denom = math.prod(math.factorial(n) for n in alpha)
-    return f"{text} / {float(denom)!r}" if denom > 1 else text
+    monomial = f"{text} / {float(denom)!r}" if denom > 1 else text
+    return f"tf.math.multiply_no_nan({d}, {monomial})"
 
 
 def _grad_lines(args: tuple[str, ...], order: int) -> list[str]:
@@ -156,9 +166,7 @@ def _grad_lines(args: tuple[str, ...], order: int) -> list[str]:
             for alpha in multi_indices(len(args), k):
                 index = tuple(n + (j == i) for j, n in enumerate(alpha))
                 d = names.partial(args, index)
-                terms.append(
-                    d if k == 0 else f"tf.math.multiply_no_nan({d}, {_monomial(args, alpha)})"
-                )
+                terms.append(_jet_term(d, args, alpha))
         target = names.grad_local(arg)
         if len(terms) == 1:
             lines.append(f"{target} = {terms[0]}")

@@ -60,7 +60,7 @@ def _log1pexp_op(x):
         g_x = (
             d_x
             + tf.math.multiply_no_nan(d_xx, t_x)
-            + tf.math.multiply_no_nan(d_xxx, t_x * t_x / 2.0)
+            + tf.math.multiply_no_nan(d_xxx * 2.0, tf.math.square(t_x * 0.5))
         )
         return dy * g_x
 
