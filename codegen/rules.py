@@ -31,6 +31,18 @@ def _split_constant(expr: sp.Add) -> tuple[sp.Expr, sp.Expr]:
     return constant, rest
 
 
+def _constant_terms(node):
+    """For a sum `k + c*F + others` with k != 0: yield (k, others, c, F) for each term c*F."""
+    if not node.is_Add:
+        return
+    constant, rest = _split_constant(node)
+    if constant == 0:
+        return
+    for term in sp.Add.make_args(rest):
+        coeff, factor = term.as_independent(*term.free_symbols, as_Add=False)
+        yield constant, rest - term, coeff, factor
+
+
 def _log1p(node):
     if node.func is sp.log and node.args[0].is_Add:
         constant, rest = _split_constant(node.args[0])
@@ -40,13 +52,9 @@ def _log1p(node):
 
 
 def _expm1(node):
-    if not node.is_Add:
-        return None
-    constant, rest = _split_constant(node)
-    for term in sp.Add.make_args(rest):
-        coeff, factor = term.as_independent(*term.free_symbols, as_Add=False)
-        if factor.func is sp.exp and coeff == -constant and constant != 0:
-            return coeff * expm1(factor.args[0]) + (rest - term)
+    for constant, others, coeff, factor in _constant_terms(node):
+        if factor.func is sp.exp and coeff == -constant:
+            return coeff * expm1(factor.args[0]) + others
     return None
 
 
@@ -83,19 +91,13 @@ def _exp_times_sigmoid(node):
 
 def _sigmoid_complement(node):
     """k + a*sigmoid(u): a == -k -> k*sigmoid(-u); a == -2k -> -k*tanh(u/2)."""
-    if not node.is_Add:
-        return None
-    constant, rest = _split_constant(node)
-    if constant == 0:
-        return None
-    for term in sp.Add.make_args(rest):
-        coeff, factor = term.as_independent(*term.free_symbols, as_Add=False)
+    for constant, others, coeff, factor in _constant_terms(node):
         if factor.func is sigmoid:
             u = factor.args[0]
             if coeff == -constant:
-                return constant * sigmoid(-u) + (rest - term)
+                return constant * sigmoid(-u) + others
             if coeff == -2 * constant:
-                return -constant * sp.tanh(u / 2) + (rest - term)
+                return -constant * sp.tanh(u / 2) + others
     return None
 
 
@@ -117,40 +119,28 @@ def _logaddexp(node):
 
 def _erfc(node):
     """1 + erf(u) -> erfc(-u); 1 - erf(u) -> erfc(u)."""
-    if not node.is_Add:
-        return None
-    constant, rest = _split_constant(node)
-    for term in sp.Add.make_args(rest):
-        coeff, factor = term.as_independent(*term.free_symbols, as_Add=False)
-        if factor.func is sp.erf and abs(coeff) == constant and constant != 0:
+    for constant, others, coeff, factor in _constant_terms(node):
+        if factor.func is sp.erf and abs(coeff) == constant:
             sign = -1 if coeff > 0 else 1
             # evaluate=False: SymPy would turn erfc(-u) back into 2 - erfc(u), the cancellation
-            return constant * sp.erfc(sign * factor.args[0], evaluate=False) + (rest - term)
+            return constant * sp.erfc(sign * factor.args[0], evaluate=False) + others
     return None
 
 
 def _one_minus_cos(node):
-    if not node.is_Add:
-        return None
-    constant, rest = _split_constant(node)
-    for term in sp.Add.make_args(rest):
-        coeff, factor = term.as_independent(*term.free_symbols, as_Add=False)
-        if factor.func is sp.cos and coeff == -constant and constant != 0:
-            return 2 * constant * sp.sin(factor.args[0] / 2) ** 2 + (rest - term)
+    for constant, others, coeff, factor in _constant_terms(node):
+        if factor.func is sp.cos and coeff == -constant:
+            return 2 * constant * sp.sin(factor.args[0] / 2) ** 2 + others
     return None
 
 
 def _sech_squared(node):
     """1 - tanh(u)**2 -> 4*sigmoid(2u)*sigmoid(-2u), which never overflows."""
-    if not node.is_Add:
-        return None
-    constant, rest = _split_constant(node)
-    for term in sp.Add.make_args(rest):
-        coeff, factor = term.as_independent(*term.free_symbols, as_Add=False)
+    for constant, others, coeff, factor in _constant_terms(node):
         base, exp = factor.as_base_exp()
-        if base.func is sp.tanh and exp == 2 and coeff == -constant and constant != 0:
+        if base.func is sp.tanh and exp == 2 and coeff == -constant:
             u = base.args[0]
-            return 4 * constant * sigmoid(2 * u) * sigmoid(-2 * u) + (rest - term)
+            return 4 * constant * sigmoid(2 * u) * sigmoid(-2 * u) + others
     return None
 
 
