@@ -44,7 +44,7 @@ def describe_form(form) -> str:
 
 def _figures_text(choice: Choice) -> str:
     parts = []
-    for dtype, fig in zip(accuracy.DTYPES, choice.chosen.figures):
+    for dtype, fig in zip(accuracy.DTYPES, choice.shipped_figures()):
         parts.append(f"{dtype} mean {fig.mean_bits:.2f} / p99 {fig.p99_bits:.1f} bits")
     suffix = " (float32 computed in float64)" if choice.promote_float32 else ""
     return "measured " + ", ".join(parts) + suffix

@@ -37,6 +37,10 @@ def explain(spec: Spec) -> str:
             )
         lines.append(f"   chosen: {describe_form(choice.chosen.form)}")
         if choice.promote_float32:
-            lines.append("   float32 is computed in float64: no float32 form keeps the promise")
+            f = choice.promoted_float32
+            lines.append(
+                "   float32 is computed in float64 (no float32 form keeps the promise): "
+                f"mean {f.mean_bits:.2f} p99 {f.p99_bits:.1f} fail {f.failures}"
+            )
         lines.append("")
     return "\n".join(lines)

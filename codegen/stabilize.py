@@ -64,6 +64,16 @@ class Choice:
     chosen: Candidate
     tried: tuple[Candidate, ...]
     promote_float32: bool
+    promoted_float32: accuracy.Figures | None = None  # float32 computed in float64, if measured
+
+    def shipped_figures(self) -> tuple[accuracy.Figures, ...]:
+        """Figures per dtype as the generated op computes them (float32 in float64 if promoted)."""
+        if self.promote_float32 and self.promoted_float32 is not None:
+            return (self.promoted_float32, *self.chosen.figures[1:])
+        return self.chosen.figures
+
+    def keeps_promise(self) -> bool:
+        return all(f.keeps_promise() for f in self.shipped_figures())
 
 
 @dataclass(frozen=True)
@@ -170,10 +180,11 @@ def choose(spec: Spec, partial: Partial, n: int = SAMPLES) -> Choice:
             piecewise = measure(f"regimes({regimes.label})", regimes.form, spec, samples)
             tried.append(piecewise)
             best = min((best, piecewise), key=Candidate.rank)
-    promote = False
+    promoted = None
     if not best.figures[0].keeps_promise():
-        promote = _promoted_figures(best.form, spec, samples).keeps_promise()
-    return Choice(partial.index, partial.expr, best, tuple(tried), promote)
+        promoted = _promoted_figures(best.form, spec, samples)
+    promote = promoted is not None and promoted.keeps_promise()
+    return Choice(partial.index, partial.expr, best, tuple(tried), promote, promoted)
 
 
 def stabilize(derivatives: Derivatives) -> StableForms:

@@ -96,7 +96,7 @@ def _gelu_jet(x0, x_last):
         -sqrt(2)*(x**2 - 2)*exp(-x**2/2)/(2*sqrt(pi)); [-0.094, 37.41937637):
         -sqrt(2)*x**2*exp(-x**2/2)/(2*sqrt(pi)) + sqrt(2)*exp(-x**2/2)/sqrt(pi); [37.41937637,
         inf): 0
-    measured float32 mean 0.27 / p99 3.5 bits, float64 mean 0.40 / p99 6.4 bits (float32
+    measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.40 / p99 6.4 bits (float32
         computed in float64)
     """
     v0 = tf.math.sign(x0)

@@ -1,0 +1,101 @@
+"""The stabilizer on each kind of candidate issue 3 names, measured against the exact reference.
+
+Each spec exercises one mechanism: forms in x - y (logaddexp), the hypot rule and
+bounded ratios (hypot), series joined by regimes near a removable singularity
+(exprel), a zero piece where a derivative underflows (gelu f''), and computing
+float32 in float64 where no float32 form keeps the promise (gelu). The assertion is
+always the promise itself (mean, p99, failures against ball arithmetic), plus the
+structural fact that the mechanism was what kept it.
+"""
+
+from __future__ import annotations
+
+import pytest
+import sympy as sp
+
+from codegen.derive import derive
+from codegen.functions import hypot, sigmoid
+from codegen.lower import Regimes
+from codegen.spec import load_spec
+from codegen.stabilize import StableForms, equals_exact, stabilize
+
+
+def _forms(name: str) -> StableForms:
+    return stabilize(derive(load_spec(f"specs/{name}.yaml")))
+
+
+@pytest.fixture(scope="module")
+def logaddexp() -> StableForms:
+    return _forms("logaddexp")
+
+
+@pytest.fixture(scope="module")
+def hypot_forms() -> StableForms:
+    return _forms("hypot")
+
+
+@pytest.fixture(scope="module")
+def exprel() -> StableForms:
+    return _forms("exprel")
+
+
+@pytest.fixture(scope="module")
+def gelu() -> StableForms:
+    return _forms("gelu")
+
+
+def _pieces(form):
+    return form.forms if isinstance(form, Regimes) else (form,)
+
+
+def test_logaddexp_partials_are_sigmoids_of_the_difference(logaddexp):
+    x, y = logaddexp.spec.arg_symbols
+    for choice in logaddexp.choices:
+        assert choice.keeps_promise(), choice.index
+    first = [c for c in logaddexp.choices if sum(c.index) == 1]
+    for choice in first:
+        assert choice.chosen.form.func is sigmoid
+        assert sp.simplify(choice.chosen.form.args[0] ** 2 - (x - y) ** 2) == 0
+    assert all(equals_exact(c.chosen.form, c.exact, logaddexp.spec) for c in first)
+
+
+def test_naive_logaddexp_derivatives_break_the_promise(logaddexp):
+    for choice in logaddexp.choices[1:]:
+        naive = next(c for c in choice.tried if c.label == "sympy")
+        assert not naive.keeps_promise()
+
+
+def test_hypot_uses_the_scaled_form_and_keeps_the_promise(hypot_forms):
+    for choice in hypot_forms.choices:
+        assert choice.keeps_promise(), choice.index
+        assert choice.chosen.form.has(hypot), choice.index
+    value = hypot_forms.choices[0]
+    assert not next(c for c in value.tried if c.label == "sympy").keeps_promise()
+
+
+def test_exprel_joins_a_series_at_zero_with_exact_forms(exprel):
+    for choice in exprel.choices:
+        form = choice.chosen.form
+        assert choice.keeps_promise(), choice.index
+        assert isinstance(form, Regimes), choice.index
+        x = exprel.spec.arg_symbols[0]
+        lows = (float("-inf"), *form.bounds)
+        highs = (*form.bounds, float("inf"))
+        owner = next(f for f, lo, hi in zip(form.forms, lows, highs) if lo <= 0.0 < hi)
+        assert owner.is_polynomial(x), "the piece that owns 0 is a Taylor polynomial"
+
+
+def test_gelu_second_derivative_has_a_zero_piece_where_it_underflows(gelu):
+    second = gelu.choices[2]
+    assert second.keeps_promise()
+    assert isinstance(second.chosen.form, Regimes)
+    assert sp.S.Zero in second.chosen.form.forms
+
+
+def test_gelu_float32_is_computed_in_float64(gelu):
+    assert gelu.promote_float32
+    promoted = [c for c in gelu.choices if c.promote_float32]
+    assert promoted, "some partial needs float64 to keep the float32 promise"
+    for choice in promoted:
+        assert not choice.chosen.figures[0].keeps_promise(), "float32 alone breaks it"
+        assert choice.promoted_float32.keeps_promise(), "float32 computed in float64 keeps it"
