@@ -39,12 +39,15 @@ class Candidate:
     form: object  # sp.Expr or Regimes
     figures: tuple[accuracy.Figures, ...]  # one per accuracy.DTYPES
     ops: int
+    blowups: int = 0  # points returning NaN/inf where the exact value is finite (even 0)
+    bad_points: int = 0  # points more than P99_LIMIT bits off, inside the p99 or not
 
     def keeps_promise(self) -> bool:
         return all(f.keeps_promise() for f in self.figures)
 
     def rank(self) -> tuple:
-        """Fewest broken promise criteria first, then failures, p99, mean, and op count."""
+        """Fewest broken promise criteria, failures, blowups, points over 8 bits; then p99,
+        mean and op count."""
         broken = sum(
             (f.failures > 0)
             + (f.p99_bits > accuracy.P99_LIMIT)
@@ -54,7 +57,7 @@ class Candidate:
         failures = sum(f.failures for f in self.figures)
         p99 = sum(round(f.p99_bits) for f in self.figures)
         mean = sum(round(f.mean_bits * 4) / 4 for f in self.figures)
-        return (broken, failures, p99, mean, self.ops)
+        return (broken, failures, self.blowups, self.bad_points, p99, mean, self.ops)
 
 
 @dataclass(frozen=True)
@@ -111,12 +114,39 @@ def evaluate(form, spec: Spec, points: np.ndarray, dtype: str) -> np.ndarray:
     return run(program, columns, dtype)[0]
 
 
+def _edge_points(domain, dtype: str) -> np.ndarray:
+    """Points crowding each finite edge of a one-arg domain (p = 1 - 2**-k for logit)."""
+    ((lo, hi),) = domain
+    width = hi - lo if np.isfinite(hi - lo) else 1.0
+    steps = width * np.exp2(-np.arange(1, 60, dtype=np.float64))
+    values = [lo + steps] if np.isfinite(lo) else []
+    values += [hi - steps] if np.isfinite(hi) else []
+    if not values:
+        return np.zeros((0, 1), dtype=dtype)
+    column = np.concatenate(values).astype(dtype)
+    return column[(column > lo) & (column < hi)].reshape(-1, 1)
+
+
+def stabilizer_points(domain, dtype: str, n: int) -> np.ndarray:
+    """Verify's points (seed 0), twice as many more (seed 1), and points crowding finite edges.
+
+    Choosing on more points than `hogen verify` scores keeps verify an honest check.
+    """
+    parts = [
+        accuracy.sample_points(domain, dtype, n),
+        accuracy.sample_points(domain, dtype, 2 * n, 1),
+    ]
+    if len(domain) == 1:
+        parts.append(_edge_points(domain, dtype))
+    return np.unique(np.concatenate(parts), axis=0)
+
+
 def _samples(spec: Spec, exact_expr: sp.Expr, n: int) -> _Samples:
     expr = exact_expr.subs(_param_values(spec))
     points, exact = {}, {}
     cache = accuracy.default_cache_dir()
     for dtype in accuracy.DTYPES:
-        points[dtype] = accuracy.sample_points(spec.domain, dtype, n)
+        points[dtype] = stabilizer_points(spec.domain, dtype, n)
         exact[dtype] = accuracy.reference(
             expr, spec.arg_symbols, points[dtype], dtype, cache_dir=cache
         )
@@ -132,11 +162,14 @@ def _bits(form, spec, samples: _Samples) -> dict[str, np.ndarray]:
 
 
 def measure(label: str, form, spec: Spec, samples: _Samples) -> Candidate:
-    figures = tuple(
-        accuracy.figures(evaluate(form, spec, samples.points[d], d), samples.exact[d], d)
-        for d in accuracy.DTYPES
-    )
-    return Candidate(label, form, figures, op_count(form))
+    figures, blowups, bad = [], 0, 0
+    for d in accuracy.DTYPES:
+        approx = evaluate(form, spec, samples.points[d], d)
+        figures.append(accuracy.figures(approx, samples.exact[d], d))
+        blowups += int(np.sum(np.isfinite(samples.exact[d]) & ~np.isfinite(approx)))
+        bits = accuracy.bits_error(approx, samples.exact[d], d)
+        bad += int(np.sum(np.nan_to_num(bits) > accuracy.P99_LIMIT))
+    return Candidate(label, form, tuple(figures), op_count(form), blowups, bad)
 
 
 def equals_exact(form: sp.Expr, exact: sp.Expr, spec: Spec) -> bool:
@@ -174,7 +207,7 @@ def choose(spec: Spec, partial: Partial, n: int = SAMPLES) -> Choice:
         tried.append(candidate)
         bits[label] = _bits(form, spec, samples)
     best = min((c for c in tried if not c.label.startswith("series")), key=Candidate.rank)
-    if not best.keeps_promise() and len(spec.args) == 1:
+    if (not best.keeps_promise() or best.blowups) and len(spec.args) == 1:
         regimes = best_regimes(tried, bits, samples.points, spec.arg_symbols[0])
         if regimes is not None:
             piecewise = measure(f"regimes({regimes.label})", regimes.form, spec, samples)

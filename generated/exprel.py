@@ -70,19 +70,24 @@ def _exprel_value(x):
     """The value of exprel.
 
     f = (exp(x) - 1)/x
-    form (regimes(sympy | series x<16> | sympy+rules(expm1))): [-inf, -0.8272217512131): (exp(x)
-        - 1)/x; [-0.8272217512131, 0.826):
+    form (regimes(sympy | series x<16> | sympy+rules(expm1) | series x<16> |
+        sympy+rules(expm1))): [-inf, -0.8272217512131): (exp(x) - 1)/x; [-0.8272217512131,
+        0.7486806): x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x/20922789888000 +
+        1/1307674368000) + 1/87178291200) + 1/6227020800) + 1/479001600) + 1/39916800) +
+        1/3628800) + 1/362880) + 1/40320) + 1/5040) + 1/720) + 1/120) + 1/24) + 1/6) + 1/2) + 1;
+        [0.7486806, 88.838165): expm1(x)/x; [88.838165, 91.22818):
         x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x/20922789888000 + 1/1307674368000) +
         1/87178291200) + 1/6227020800) + 1/479001600) + 1/39916800) + 1/3628800) + 1/362880) +
-        1/40320) + 1/5040) + 1/720) + 1/120) + 1/24) + 1/6) + 1/2) + 1; [0.826, inf): expm1(x)/x
-    measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.04 / p99 1.0 bits (float32
+        1/40320) + 1/5040) + 1/720) + 1/120) + 1/24) + 1/6) + 1/2) + 1; [91.22818, inf):
+        expm1(x)/x
+    measured float32 mean 0.01 / p99 0.0 bits, float64 mean 0.04 / p99 1.0 bits (float32
         computed in float64)
     """
     v0 = tf.math.minimum(x, -0.8272217512131)
     v1 = tf.math.exp(v0)
     v2 = v1 - 1.0
     v3 = v2 / v0
-    v4 = tf.clip_by_value(x, -0.8272217512131, 0.826)
+    v4 = tf.clip_by_value(x, -0.8272217512131, 0.7486806)
     v5 = 4.779477332387385e-14 * v4
     v6 = 7.647163731819816e-13 + v5
     v7 = v4 * v6
@@ -113,11 +118,47 @@ def _exprel_value(x):
     v32 = 0.5 + v31
     v33 = v4 * v32
     v34 = 1.0 + v33
-    v35 = tf.math.maximum(x, 0.826)
+    v35 = tf.clip_by_value(x, 0.7486806, 88.838165)
     v36 = tf.math.expm1(v35)
     v37 = v36 / v35
-    v38 = tf.where(x < 0.826, v34, v37)
-    value = tf.where(x < -0.8272217512131, v3, v38)
+    v38 = tf.clip_by_value(x, 88.838165, 91.22818)
+    v39 = 4.779477332387385e-14 * v38
+    v40 = 7.647163731819816e-13 + v39
+    v41 = v38 * v40
+    v42 = 1.1470745597729725e-11 + v41
+    v43 = v38 * v42
+    v44 = 1.6059043836821613e-10 + v43
+    v45 = v38 * v44
+    v46 = 2.08767569878681e-09 + v45
+    v47 = v38 * v46
+    v48 = 2.505210838544172e-08 + v47
+    v49 = v38 * v48
+    v50 = 2.755731922398589e-07 + v49
+    v51 = v38 * v50
+    v52 = 2.7557319223985893e-06 + v51
+    v53 = v38 * v52
+    v54 = 2.48015873015873e-05 + v53
+    v55 = v38 * v54
+    v56 = 0.0001984126984126984 + v55
+    v57 = v38 * v56
+    v58 = 0.001388888888888889 + v57
+    v59 = v38 * v58
+    v60 = 0.008333333333333333 + v59
+    v61 = v38 * v60
+    v62 = 0.041666666666666664 + v61
+    v63 = v38 * v62
+    v64 = 0.16666666666666666 + v63
+    v65 = v38 * v64
+    v66 = 0.5 + v65
+    v67 = v38 * v66
+    v68 = 1.0 + v67
+    v69 = tf.math.maximum(x, 91.22818)
+    v70 = tf.math.expm1(v69)
+    v71 = v70 / v69
+    v72 = tf.where(x < 91.22818, v68, v71)
+    v73 = tf.where(x < 88.838165, v37, v72)
+    v74 = tf.where(x < 0.7486806, v34, v73)
+    value = tf.where(x < -0.8272217512131, v3, v74)
     return value
 
 
@@ -125,27 +166,31 @@ def _exprel_jet(x0, x_last):
     """Derivatives of orders 1 to 2 at the stopped inputs (order 2 at x_last).
 
     f' = exp(x)/x - (exp(x) - 1)/x**2
-    form (regimes(cancel+rules(expm1) | series x<16> | sympy+sigmoid+rules(sigmoid_complement) |
-        sympy+rules(expm1) | sympy+sigmoid+rules(sigmoid_complement))): [-inf,
-        -0.8272217512131): (x*exp(x) - expm1(x))/x**2; [-0.8272217512131, 0.88):
+    form (regimes(cancel+rules(expm1) | series x<16> | sympy+rules(expm1) | series x<16> |
+        sympy+sigmoid+rules(sigmoid_complement))): [-inf, -0.8272217512131): (x*exp(x) -
+        expm1(x))/x**2; [-0.8272217512131, 0.90157809):
         x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x/22230464256000 + 1/1394852659200) +
         1/93405312000) + 1/6706022400) + 1/518918400) + 1/43545600) + 1/3991680) + 1/403200) +
-        1/45360) + 1/5760) + 1/840) + 1/144) + 1/30) + 1/8) + 1/3) + 1/2; [0.88, 1.2401983):
-        (x*sigmoid(x) - tanh(x/2))/(x**2*sigmoid(-x)); [1.2401983, 89.77): exp(x)/x -
-        expm1(x)/x**2; [89.77, inf): (x*sigmoid(x) - tanh(x/2))/(x**2*sigmoid(-x))
-    measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.08 / p99 1.0 bits (float32
+        1/45360) + 1/5760) + 1/840) + 1/144) + 1/30) + 1/8) + 1/3) + 1/2; [0.90157809,
+        88.838165): exp(x)/x - expm1(x)/x**2; [88.838165, 91.22818):
+        x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x/22230464256000 + 1/1394852659200) +
+        1/93405312000) + 1/6706022400) + 1/518918400) + 1/43545600) + 1/3991680) + 1/403200) +
+        1/45360) + 1/5760) + 1/840) + 1/144) + 1/30) + 1/8) + 1/3) + 1/2; [91.22818, inf):
+        (x*sigmoid(x) - tanh(x/2))/(x**2*sigmoid(-x))
+    measured float32 mean 0.01 / p99 0.0 bits, float64 mean 0.08 / p99 1.0 bits (float32
         computed in float64)
 
     f'' = exp(x)/x - 2*exp(x)/x**2 + 2*(exp(x) - 1)/x**3
-    form (regimes(sympy+rules(expm1) | cancel+rules(expm1) | series x<16> | sympy+rules(expm1) |
-        sympy+sigmoid+rules(sigmoid_complement))): [-inf, -1.75): exp(x)/x - 2*exp(x)/x**2 +
-        2*expm1(x)/x**3; [-1.75, -0.939256132): (x**2*exp(x) - 2*x*exp(x) + 2*expm1(x))/x**3;
-        [-0.939256132, 1.095365407): x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x/23538138624000
-        + 1/1482030950400) + 1/99632332800) + 1/7185024000) + 1/558835200) + 1/47174400) +
-        1/4354560) + 1/443520) + 1/50400) + 1/6480) + 1/960) + 1/168) + 1/36) + 1/10) + 1/4) +
-        1/3; [1.095365407, 89.77): exp(x)/x - 2*exp(x)/x**2 + 2*expm1(x)/x**3; [89.77, inf):
-        (x**2*sigmoid(x) - 2*x*sigmoid(x) + 2*tanh(x/2))/(x**3*sigmoid(-x))
-    measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.24 / p99 2.0 bits (float32
+    form (regimes(cancel+rules(expm1) | series x<16> | cancel+rules(expm1) | sympy+rules(expm1)
+        | sympy+sigmoid+rules(sigmoid_complement))): [-inf, -0.99410123): (x**2*exp(x) -
+        2*x*exp(x) + 2*expm1(x))/x**3; [-0.99410123, 1.0):
+        x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x/23538138624000 + 1/1482030950400) +
+        1/99632332800) + 1/7185024000) + 1/558835200) + 1/47174400) + 1/4354560) + 1/443520) +
+        1/50400) + 1/6480) + 1/960) + 1/168) + 1/36) + 1/10) + 1/4) + 1/3; [1.0, 1.45101118888):
+        (x**2*exp(x) - 2*x*exp(x) + 2*expm1(x))/x**3; [1.45101118888, 88.4): exp(x)/x -
+        2*exp(x)/x**2 + 2*expm1(x)/x**3; [88.4, inf): (x**2*sigmoid(x) - 2*x*sigmoid(x) +
+        2*tanh(x/2))/(x**3*sigmoid(-x))
+    measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.23 / p99 1.6 bits (float32
         computed in float64)
     """
     v0 = tf.math.minimum(x0, -0.8272217512131)
@@ -155,7 +200,7 @@ def _exprel_jet(x0, x_last):
     v4 = v2 - v3
     v5 = tf.math.square(v0)
     v6 = v4 / v5
-    v7 = tf.clip_by_value(x0, -0.8272217512131, 0.88)
+    v7 = tf.clip_by_value(x0, -0.8272217512131, 0.90157809)
     v8 = 4.498331606952833e-14 * v7
     v9 = 7.169215998581078e-13 + v8
     v10 = v7 * v9
@@ -186,130 +231,150 @@ def _exprel_jet(x0, x_last):
     v35 = 0.3333333333333333 + v34
     v36 = v7 * v35
     v37 = 0.5 + v36
-    v38 = tf.clip_by_value(x0, 0.88, 1.2401983)
-    v39 = tf.math.sigmoid(v38)
-    v40 = v38 * v39
-    v41 = 0.5 * v38
-    v42 = tf.math.tanh(v41)
-    v43 = v40 - v42
-    v44 = tf.math.square(v38)
-    v45 = -v38
-    v46 = tf.math.sigmoid(v45)
-    v47 = v44 * v46
-    v48 = v43 / v47
-    v49 = tf.clip_by_value(x0, 1.2401983, 89.77)
-    v50 = tf.math.exp(v49)
-    v51 = v50 / v49
-    v52 = tf.math.expm1(v49)
-    v53 = tf.math.square(v49)
-    v54 = v52 / v53
-    v55 = v51 - v54
-    v56 = tf.math.maximum(x0, 89.77)
-    v57 = tf.math.sigmoid(v56)
-    v58 = v56 * v57
-    v59 = 0.5 * v56
-    v60 = tf.math.tanh(v59)
-    v61 = v58 - v60
-    v62 = tf.math.square(v56)
-    v63 = -v56
-    v64 = tf.math.sigmoid(v63)
-    v65 = v62 * v64
-    v66 = v61 / v65
-    v67 = tf.where(x0 < 89.77, v55, v66)
-    v68 = tf.where(x0 < 1.2401983, v48, v67)
-    v69 = tf.where(x0 < 0.88, v37, v68)
-    d_x = tf.where(x0 < -0.8272217512131, v6, v69)
-    v71 = tf.math.minimum(x_last, -1.75)
-    v72 = tf.math.expm1(v71)
-    v73 = 2.0 * v72
-    v74 = v71 * v71
-    v75 = v74 * v71
-    v76 = v73 / v75
-    v77 = tf.math.exp(v71)
-    v78 = v77 / v71
-    v79 = v76 + v78
-    v80 = 2.0 * v77
-    v81 = tf.math.square(v71)
-    v82 = v80 / v81
-    v83 = v79 - v82
-    v84 = tf.clip_by_value(x_last, -1.75, -0.939256132)
-    v85 = tf.math.square(v84)
-    v86 = tf.math.exp(v84)
-    v87 = v85 * v86
-    v88 = tf.math.expm1(v84)
-    v89 = 2.0 * v88
-    v90 = v87 + v89
-    v91 = 2.0 * v84
-    v92 = v91 * v86
-    v93 = v90 - v92
-    v94 = v84 * v84
-    v95 = v94 * v84
-    v96 = v93 / v95
-    v97 = tf.clip_by_value(x_last, -0.939256132, 1.095365407)
-    v98 = 4.2484242954554536e-14 * v97
-    v99 = 6.74749741042925e-13 + v98
-    v100 = v97 * v99
-    v101 = 1.0036902398013508e-11 + v100
-    v102 = v97 * v101
-    v103 = 1.3917837991912066e-10 + v102
-    v104 = v97 * v103
-    v105 = 1.789436313245837e-09 + v104
-    v106 = v97 * v105
-    v107 = 2.1197937864604532e-08 + v106
-    v108 = v97 * v107
-    v109 = 2.296443268665491e-07 + v108
-    v110 = v97 * v109
-    v111 = 2.2546897546897547e-06 + v110
-    v112 = v97 * v111
-    v113 = 1.984126984126984e-05 + v112
-    v114 = v97 * v113
-    v115 = 0.00015432098765432098 + v114
-    v116 = v97 * v115
-    v117 = 0.0010416666666666667 + v116
-    v118 = v97 * v117
-    v119 = 0.005952380952380952 + v118
-    v120 = v97 * v119
-    v121 = 0.027777777777777776 + v120
-    v122 = v97 * v121
-    v123 = 0.1 + v122
-    v124 = v97 * v123
-    v125 = 0.25 + v124
-    v126 = v97 * v125
-    v127 = 0.3333333333333333 + v126
-    v128 = tf.clip_by_value(x_last, 1.095365407, 89.77)
-    v129 = tf.math.expm1(v128)
-    v130 = 2.0 * v129
-    v131 = v128 * v128
-    v132 = v131 * v128
-    v133 = v130 / v132
-    v134 = tf.math.exp(v128)
-    v135 = v134 / v128
-    v136 = v133 + v135
-    v137 = 2.0 * v134
-    v138 = tf.math.square(v128)
-    v139 = v137 / v138
-    v140 = v136 - v139
-    v141 = tf.math.maximum(x_last, 89.77)
-    v142 = tf.math.square(v141)
-    v143 = tf.math.sigmoid(v141)
-    v144 = v142 * v143
-    v145 = 0.5 * v141
-    v146 = tf.math.tanh(v145)
-    v147 = 2.0 * v146
-    v148 = v144 + v147
-    v149 = 2.0 * v141
-    v150 = v149 * v143
-    v151 = v148 - v150
-    v152 = v141 * v141
-    v153 = v152 * v141
-    v154 = -v141
-    v155 = tf.math.sigmoid(v154)
-    v156 = v153 * v155
-    v157 = v151 / v156
-    v158 = tf.where(x_last < 89.77, v140, v157)
-    v159 = tf.where(x_last < 1.095365407, v127, v158)
-    v160 = tf.where(x_last < -0.939256132, v96, v159)
-    d_xx = tf.where(x_last < -1.75, v83, v160)
+    v38 = tf.clip_by_value(x0, 0.90157809, 88.838165)
+    v39 = tf.math.exp(v38)
+    v40 = v39 / v38
+    v41 = tf.math.expm1(v38)
+    v42 = tf.math.square(v38)
+    v43 = v41 / v42
+    v44 = v40 - v43
+    v45 = tf.clip_by_value(x0, 88.838165, 91.22818)
+    v46 = 4.498331606952833e-14 * v45
+    v47 = 7.169215998581078e-13 + v46
+    v48 = v45 * v47
+    v49 = 1.0706029224547743e-11 + v48
+    v50 = v45 * v49
+    v51 = 1.4911969277048643e-10 + v50
+    v52 = v45 * v51
+    v53 = 1.9270852604185937e-09 + v52
+    v54 = v45 * v53
+    v55 = 2.296443268665491e-08 + v54
+    v56 = v45 * v55
+    v57 = 2.505210838544172e-07 + v56
+    v58 = v45 * v57
+    v59 = 2.48015873015873e-06 + v58
+    v60 = v45 * v59
+    v61 = 2.2045855379188714e-05 + v60
+    v62 = v45 * v61
+    v63 = 0.00017361111111111112 + v62
+    v64 = v45 * v63
+    v65 = 0.0011904761904761906 + v64
+    v66 = v45 * v65
+    v67 = 0.006944444444444444 + v66
+    v68 = v45 * v67
+    v69 = 0.03333333333333333 + v68
+    v70 = v45 * v69
+    v71 = 0.125 + v70
+    v72 = v45 * v71
+    v73 = 0.3333333333333333 + v72
+    v74 = v45 * v73
+    v75 = 0.5 + v74
+    v76 = tf.math.maximum(x0, 91.22818)
+    v77 = tf.math.sigmoid(v76)
+    v78 = v76 * v77
+    v79 = 0.5 * v76
+    v80 = tf.math.tanh(v79)
+    v81 = v78 - v80
+    v82 = tf.math.square(v76)
+    v83 = -v76
+    v84 = tf.math.sigmoid(v83)
+    v85 = v82 * v84
+    v86 = v81 / v85
+    v87 = tf.where(x0 < 91.22818, v75, v86)
+    v88 = tf.where(x0 < 88.838165, v44, v87)
+    v89 = tf.where(x0 < 0.90157809, v37, v88)
+    d_x = tf.where(x0 < -0.8272217512131, v6, v89)
+    v91 = tf.math.minimum(x_last, -0.99410123)
+    v92 = tf.math.square(v91)
+    v93 = tf.math.exp(v91)
+    v94 = v92 * v93
+    v95 = tf.math.expm1(v91)
+    v96 = 2.0 * v95
+    v97 = v94 + v96
+    v98 = 2.0 * v91
+    v99 = v98 * v93
+    v100 = v97 - v99
+    v101 = v91 * v91
+    v102 = v101 * v91
+    v103 = v100 / v102
+    v104 = tf.clip_by_value(x_last, -0.99410123, 1.0)
+    v105 = 4.2484242954554536e-14 * v104
+    v106 = 6.74749741042925e-13 + v105
+    v107 = v104 * v106
+    v108 = 1.0036902398013508e-11 + v107
+    v109 = v104 * v108
+    v110 = 1.3917837991912066e-10 + v109
+    v111 = v104 * v110
+    v112 = 1.789436313245837e-09 + v111
+    v113 = v104 * v112
+    v114 = 2.1197937864604532e-08 + v113
+    v115 = v104 * v114
+    v116 = 2.296443268665491e-07 + v115
+    v117 = v104 * v116
+    v118 = 2.2546897546897547e-06 + v117
+    v119 = v104 * v118
+    v120 = 1.984126984126984e-05 + v119
+    v121 = v104 * v120
+    v122 = 0.00015432098765432098 + v121
+    v123 = v104 * v122
+    v124 = 0.0010416666666666667 + v123
+    v125 = v104 * v124
+    v126 = 0.005952380952380952 + v125
+    v127 = v104 * v126
+    v128 = 0.027777777777777776 + v127
+    v129 = v104 * v128
+    v130 = 0.1 + v129
+    v131 = v104 * v130
+    v132 = 0.25 + v131
+    v133 = v104 * v132
+    v134 = 0.3333333333333333 + v133
+    v135 = tf.clip_by_value(x_last, 1.0, 1.45101118888)
+    v136 = tf.math.square(v135)
+    v137 = tf.math.exp(v135)
+    v138 = v136 * v137
+    v139 = tf.math.expm1(v135)
+    v140 = 2.0 * v139
+    v141 = v138 + v140
+    v142 = 2.0 * v135
+    v143 = v142 * v137
+    v144 = v141 - v143
+    v145 = v135 * v135
+    v146 = v145 * v135
+    v147 = v144 / v146
+    v148 = tf.clip_by_value(x_last, 1.45101118888, 88.4)
+    v149 = tf.math.expm1(v148)
+    v150 = 2.0 * v149
+    v151 = v148 * v148
+    v152 = v151 * v148
+    v153 = v150 / v152
+    v154 = tf.math.exp(v148)
+    v155 = v154 / v148
+    v156 = v153 + v155
+    v157 = 2.0 * v154
+    v158 = tf.math.square(v148)
+    v159 = v157 / v158
+    v160 = v156 - v159
+    v161 = tf.math.maximum(x_last, 88.4)
+    v162 = tf.math.square(v161)
+    v163 = tf.math.sigmoid(v161)
+    v164 = v162 * v163
+    v165 = 0.5 * v161
+    v166 = tf.math.tanh(v165)
+    v167 = 2.0 * v166
+    v168 = v164 + v167
+    v169 = 2.0 * v161
+    v170 = v169 * v163
+    v171 = v168 - v170
+    v172 = v161 * v161
+    v173 = v172 * v161
+    v174 = -v161
+    v175 = tf.math.sigmoid(v174)
+    v176 = v173 * v175
+    v177 = v171 / v176
+    v178 = tf.where(x_last < 88.4, v160, v177)
+    v179 = tf.where(x_last < 1.45101118888, v147, v178)
+    v180 = tf.where(x_last < 1.0, v134, v179)
+    d_xx = tf.where(x_last < -0.99410123, v103, v180)
     return d_x, d_xx
 
 

@@ -71,7 +71,7 @@ def _logit_value(p):
 
     f = log(p/(1 - p))
     form (sympy): log(p/(1 - p))
-    measured float32 mean 0.10 / p99 1.0 bits, float64 mean 0.05 / p99 1.0 bits
+    measured float32 mean 0.10 / p99 1.6 bits, float64 mean 0.06 / p99 1.0 bits
     """
     v0 = 1.0 - p
     v1 = p / v0
@@ -83,16 +83,16 @@ def _logit_jet(p0, p_last):
     """Derivatives of orders 1 to 2 at the stopped inputs (order 2 at p_last).
 
     f' = (1 - p)*(p/(1 - p)**2 + 1/(1 - p))/p
-    form (cancel): -1/(p**2 - p)
-    measured float32 mean 0.17 / p99 1.0 bits, float64 mean 0.16 / p99 1.0 bits
+    form (factor): -1/(p*(p - 1))
+    measured float32 mean 0.18 / p99 1.0 bits, float64 mean 0.16 / p99 1.0 bits
 
     f'' = (1 - p)*(2*p/(1 - p)**3 + 2/(1 - p)**2)/p - (p/(1 - p)**2 + 1/(1 - p))/p - (1 -
         p)*(p/(1 - p)**2 + 1/(1 - p))/p**2
     form (factor+reciprocal powers): (2*p - 1)*(1/p)**2*(1/(p - 1))**2
-    measured float32 mean 0.63 / p99 2.0 bits, float64 mean 0.60 / p99 2.0 bits
+    measured float32 mean 0.61 / p99 2.0 bits, float64 mean 0.57 / p99 2.0 bits
     """
-    v0 = tf.math.square(p0)
-    v1 = v0 - p0
+    v0 = p0 - 1.0
+    v1 = p0 * v0
     v2 = 1.0 / v1
     d_p = -v2
     v4 = 2.0 * p_last

@@ -70,50 +70,62 @@ def _silu_value(x):
     """The value of silu.
 
     f = x/(1 + exp(-x))
-    form (regimes(sympy | series x<16> | sympy | sympy+sigmoid)): [-inf, -0.249258906): x/(1 +
-        exp(-x)); [-0.249258906, -1.013e-06):
+    form (regimes(cancel+absorb exp | sympy | series x<16> | sympy | sympy+sigmoid)): [-inf,
+        -700.0): sign(x)*exp(x + log(Abs(x)/(exp(x) + 1))); [-700.0, -0.25979659): x/(1 +
+        exp(-x)); [-0.25979659, -2.16e-16):
         x*(x*(x**2*(x**2*(x**2*(x**2*(x**2*(5461*x**2/24908083200 - 691/319334400) + 31/1451520)
-        - 17/80640) + 1/480) - 1/48) + 1/4) + 1/2); [-1.013e-06, 0.1704504559): x/(1 + exp(-x));
-        [0.1704504559, inf): -x*(sigmoid(-x) - 1)
-    measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.11 / p99 1.0 bits (float32
+        - 17/80640) + 1/480) - 1/48) + 1/4) + 1/2); [-2.16e-16, 0.46): x/(1 + exp(-x)); [0.46,
+        inf): -x*(sigmoid(-x) - 1)
+    measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.10 / p99 1.0 bits (float32
         computed in float64)
     """
-    v0 = tf.math.minimum(x, -0.249258906)
-    v1 = -v0
-    v2 = tf.math.exp(v1)
-    v3 = 1.0 + v2
-    v4 = v0 / v3
-    v5 = tf.clip_by_value(x, -0.249258906, -1.013e-06)
-    v6 = tf.math.square(v5)
-    v7 = 2.192460959822071e-07 * v6
-    v8 = v7 - 2.1638758617925286e-06
-    v9 = v6 * v8
-    v10 = 2.1356922398589065e-05 + v9
-    v11 = v6 * v10
-    v12 = v11 - 0.00021081349206349207
-    v13 = v6 * v12
-    v14 = 0.0020833333333333333 + v13
-    v15 = v6 * v14
-    v16 = v15 - 0.020833333333333332
-    v17 = v6 * v16
-    v18 = 0.25 + v17
-    v19 = v5 * v18
-    v20 = 0.5 + v19
-    v21 = v5 * v20
-    v22 = tf.clip_by_value(x, -1.013e-06, 0.1704504559)
-    v23 = -v22
-    v24 = tf.math.exp(v23)
-    v25 = 1.0 + v24
-    v26 = v22 / v25
-    v27 = tf.math.maximum(x, 0.1704504559)
-    v28 = -v27
-    v29 = tf.math.sigmoid(v28)
-    v30 = v29 - 1.0
-    v31 = v27 * v30
-    v32 = -v31
-    v33 = tf.where(x < 0.1704504559, v26, v32)
-    v34 = tf.where(x < -1.013e-06, v21, v33)
-    value = tf.where(x < -0.249258906, v4, v34)
+    v0 = tf.math.minimum(x, -700.0)
+    v1 = tf.math.sign(v0)
+    v2 = tf.math.abs(v0)
+    v3 = tf.math.exp(v0)
+    v4 = 1.0 + v3
+    v5 = v2 / v4
+    v6 = tf.math.log(v5)
+    v7 = v0 + v6
+    v8 = tf.math.exp(v7)
+    v9 = v1 * v8
+    v10 = tf.clip_by_value(x, -700.0, -0.25979659)
+    v11 = -v10
+    v12 = tf.math.exp(v11)
+    v13 = 1.0 + v12
+    v14 = v10 / v13
+    v15 = tf.clip_by_value(x, -0.25979659, -2.16e-16)
+    v16 = tf.math.square(v15)
+    v17 = 2.192460959822071e-07 * v16
+    v18 = v17 - 2.1638758617925286e-06
+    v19 = v16 * v18
+    v20 = 2.1356922398589065e-05 + v19
+    v21 = v16 * v20
+    v22 = v21 - 0.00021081349206349207
+    v23 = v16 * v22
+    v24 = 0.0020833333333333333 + v23
+    v25 = v16 * v24
+    v26 = v25 - 0.020833333333333332
+    v27 = v16 * v26
+    v28 = 0.25 + v27
+    v29 = v15 * v28
+    v30 = 0.5 + v29
+    v31 = v15 * v30
+    v32 = tf.clip_by_value(x, -2.16e-16, 0.46)
+    v33 = -v32
+    v34 = tf.math.exp(v33)
+    v35 = 1.0 + v34
+    v36 = v32 / v35
+    v37 = tf.math.maximum(x, 0.46)
+    v38 = -v37
+    v39 = tf.math.sigmoid(v38)
+    v40 = v39 - 1.0
+    v41 = v37 * v40
+    v42 = -v41
+    v43 = tf.where(x < 0.46, v36, v42)
+    v44 = tf.where(x < -2.16e-16, v31, v43)
+    v45 = tf.where(x < -0.25979659, v14, v44)
+    value = tf.where(x < -700.0, v9, v45)
     return value
 
 
@@ -121,111 +133,111 @@ def _silu_jet(x0, x_last):
     """Derivatives of orders 1 to 2 at the stopped inputs (order 2 at x_last).
 
     f' = x*exp(-x)/(1 + exp(-x))**2 + 1/(1 + exp(-x))
-    form (regimes(cancel+sigmoid | factor+rules(exp_sigmoid,sigmoid) |
-        sympy+rules(exp_sigmoid,sigmoid) | sympy+sigmoid(-u) |
-        sympy+rules(exp_sigmoid,sigmoid))): [-inf, -2.26): -(x*sigmoid(x) - x - 1)*sigmoid(x);
-        [-2.26, -0.88363216): (x + exp(x) + 1)*sigmoid(-x)*sigmoid(x); [-0.88363216, -0.0023):
-        x*sigmoid(-x)*sigmoid(x) + sigmoid(x); [-0.0023, -4.76837158203125e-07): (x*(1 -
-        sigmoid(x)) + 1)*sigmoid(x); [-4.76837158203125e-07, inf): x*sigmoid(-x)*sigmoid(x) +
-        sigmoid(x)
-    measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.15 / p99 1.0 bits (float32
+    form (regimes(cancel+sigmoid | sympy+sigmoid+rules(sigmoid_complement) | sympy+reciprocal
+        powers+rules(sigmoid) | sympy+sigmoid+rules(sigmoid_complement) |
+        sympy+rules(exp_sigmoid,sigmoid))): [-inf, -1.21): -(x*sigmoid(x) - x - 1)*sigmoid(x);
+        [-1.21, -0.8021): (x*sigmoid(-x) + 1)*sigmoid(x); [-0.8021, -0.0023021):
+        x*exp(-x)*sigmoid(x)**2 + sigmoid(x); [-0.0023021, -4.482e-07): (x*sigmoid(-x) +
+        1)*sigmoid(x); [-4.482e-07, inf): x*sigmoid(-x)*sigmoid(x) + sigmoid(x)
+    measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.17 / p99 1.0 bits (float32
         computed in float64)
 
     f'' = -x*exp(-x)/(1 + exp(-x))**2 + 2*x*exp(-2*x)/(1 + exp(-x))**3 + 2*exp(-x)/(1 +
         exp(-x))**2
-    form (regimes(cancel+sigmoid | sympy+sigmoid | cancel+sigmoid | sympy+sigmoid | series
-        zero)): [-inf, -0.355): (sigmoid(x) - 1)*(2*x*sigmoid(x) - x - 2)*sigmoid(x); [-0.355,
-        -1.4e-16): -(sigmoid(-x) - 1)*(2*x*sigmoid(-x) - x + 2)*sigmoid(-x); [-1.4e-16, 0.998):
-        (sigmoid(x) - 1)*(2*x*sigmoid(x) - x - 2)*sigmoid(x); [0.998, 720.0): -(sigmoid(-x) -
-        1)*(2*x*sigmoid(-x) - x + 2)*sigmoid(-x); [720.0, inf): 0
-    measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.26 / p99 1.6 bits (float32
+    form (regimes(series zero | cancel+sigmoid | sympy+sigmoid | cancel+sigmoid |
+        sympy+sigmoid)): [-inf, -1.7014118346046923e+38): 0; [-1.7014118346046923e+38,
+        -0.85972140045): (sigmoid(x) - 1)*(2*x*sigmoid(x) - x - 2)*sigmoid(x); [-0.85972140045,
+        -8.2e-17): -(sigmoid(-x) - 1)*(2*x*sigmoid(-x) - x + 2)*sigmoid(-x); [-8.2e-17,
+        0.51976037): (sigmoid(x) - 1)*(2*x*sigmoid(x) - x - 2)*sigmoid(x); [0.51976037, inf):
+        -(sigmoid(-x) - 1)*(2*x*sigmoid(-x) - x + 2)*sigmoid(-x)
+    measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.25 / p99 1.6 bits (float32
         computed in float64)
     """
-    v0 = tf.math.minimum(x0, -2.26)
+    v0 = tf.math.minimum(x0, -1.21)
     v1 = tf.math.sigmoid(v0)
     v2 = v0 * v1
     v3 = v2 - 1.0
     v4 = v3 - v0
     v5 = v4 * v1
     v6 = -v5
-    v7 = tf.clip_by_value(x0, -2.26, -0.88363216)
-    v8 = 1.0 + v7
-    v9 = tf.math.exp(v7)
-    v10 = v8 + v9
-    v11 = tf.math.sigmoid(v7)
-    v12 = v10 * v11
-    v13 = -v7
-    v14 = tf.math.sigmoid(v13)
-    v15 = v12 * v14
-    v16 = tf.clip_by_value(x0, -0.88363216, -0.0023)
-    v17 = tf.math.sigmoid(v16)
-    v18 = v16 * v17
-    v19 = -v16
-    v20 = tf.math.sigmoid(v19)
-    v21 = v18 * v20
-    v22 = v21 + v17
-    v23 = tf.clip_by_value(x0, -0.0023, -4.76837158203125e-07)
+    v7 = tf.clip_by_value(x0, -1.21, -0.8021)
+    v8 = -v7
+    v9 = tf.math.sigmoid(v8)
+    v10 = v7 * v9
+    v11 = 1.0 + v10
+    v12 = tf.math.sigmoid(v7)
+    v13 = v11 * v12
+    v14 = tf.clip_by_value(x0, -0.8021, -0.0023021)
+    v15 = -v14
+    v16 = tf.math.exp(v15)
+    v17 = v14 * v16
+    v18 = tf.math.sigmoid(v14)
+    v19 = tf.math.square(v18)
+    v20 = v17 * v19
+    v21 = v20 + v18
+    v22 = tf.clip_by_value(x0, -0.0023021, -4.482e-07)
+    v23 = -v22
     v24 = tf.math.sigmoid(v23)
-    v25 = 1.0 - v24
-    v26 = v23 * v25
-    v27 = 1.0 + v26
-    v28 = v27 * v24
-    v29 = tf.math.maximum(x0, -4.76837158203125e-07)
+    v25 = v22 * v24
+    v26 = 1.0 + v25
+    v27 = tf.math.sigmoid(v22)
+    v28 = v26 * v27
+    v29 = tf.math.maximum(x0, -4.482e-07)
     v30 = tf.math.sigmoid(v29)
     v31 = v29 * v30
     v32 = -v29
     v33 = tf.math.sigmoid(v32)
     v34 = v31 * v33
     v35 = v34 + v30
-    v36 = tf.where(x0 < -4.76837158203125e-07, v28, v35)
-    v37 = tf.where(x0 < -0.0023, v22, v36)
-    v38 = tf.where(x0 < -0.88363216, v15, v37)
-    d_x = tf.where(x0 < -2.26, v6, v38)
-    v40 = tf.math.minimum(x_last, -0.355)
-    v41 = tf.math.sigmoid(v40)
-    v42 = v41 - 1.0
-    v43 = 2.0 * v40
-    v44 = v43 * v41
-    v45 = v44 - 2.0
-    v46 = v45 - v40
-    v47 = v42 * v46
-    v48 = v47 * v41
-    v49 = tf.clip_by_value(x_last, -0.355, -1.4e-16)
-    v50 = -v49
-    v51 = tf.math.sigmoid(v50)
-    v52 = v51 - 1.0
-    v53 = 2.0 * v49
-    v54 = v53 * v51
-    v55 = 2.0 + v54
-    v56 = v55 - v49
-    v57 = v52 * v56
-    v58 = v57 * v51
-    v59 = -v58
-    v60 = tf.clip_by_value(x_last, -1.4e-16, 0.998)
-    v61 = tf.math.sigmoid(v60)
-    v62 = v61 - 1.0
-    v63 = 2.0 * v60
-    v64 = v63 * v61
-    v65 = v64 - 2.0
-    v66 = v65 - v60
-    v67 = v62 * v66
-    v68 = v67 * v61
-    v69 = tf.clip_by_value(x_last, 0.998, 720.0)
-    v70 = -v69
-    v71 = tf.math.sigmoid(v70)
-    v72 = v71 - 1.0
-    v73 = 2.0 * v69
-    v74 = v73 * v71
-    v75 = 2.0 + v74
-    v76 = v75 - v69
-    v77 = v72 * v76
-    v78 = v77 * v71
-    v79 = -v78
-    v80 = tf.zeros_like(x_last) + 0.0
-    v81 = tf.where(x_last < 720.0, v79, v80)
-    v82 = tf.where(x_last < 0.998, v68, v81)
-    v83 = tf.where(x_last < -1.4e-16, v59, v82)
-    d_xx = tf.where(x_last < -0.355, v48, v83)
+    v36 = tf.where(x0 < -4.482e-07, v28, v35)
+    v37 = tf.where(x0 < -0.0023021, v21, v36)
+    v38 = tf.where(x0 < -0.8021, v13, v37)
+    d_x = tf.where(x0 < -1.21, v6, v38)
+    v40 = tf.zeros_like(x_last) + 0.0
+    v41 = tf.clip_by_value(x_last, -1.7014118346046923e+38, -0.85972140045)
+    v42 = tf.math.sigmoid(v41)
+    v43 = v42 - 1.0
+    v44 = 2.0 * v41
+    v45 = v44 * v42
+    v46 = v45 - 2.0
+    v47 = v46 - v41
+    v48 = v43 * v47
+    v49 = v48 * v42
+    v50 = tf.clip_by_value(x_last, -0.85972140045, -8.2e-17)
+    v51 = -v50
+    v52 = tf.math.sigmoid(v51)
+    v53 = v52 - 1.0
+    v54 = 2.0 * v50
+    v55 = v54 * v52
+    v56 = 2.0 + v55
+    v57 = v56 - v50
+    v58 = v53 * v57
+    v59 = v58 * v52
+    v60 = -v59
+    v61 = tf.clip_by_value(x_last, -8.2e-17, 0.51976037)
+    v62 = tf.math.sigmoid(v61)
+    v63 = v62 - 1.0
+    v64 = 2.0 * v61
+    v65 = v64 * v62
+    v66 = v65 - 2.0
+    v67 = v66 - v61
+    v68 = v63 * v67
+    v69 = v68 * v62
+    v70 = tf.math.maximum(x_last, 0.51976037)
+    v71 = -v70
+    v72 = tf.math.sigmoid(v71)
+    v73 = v72 - 1.0
+    v74 = 2.0 * v70
+    v75 = v74 * v72
+    v76 = 2.0 + v75
+    v77 = v76 - v70
+    v78 = v73 * v77
+    v79 = v78 * v72
+    v80 = -v79
+    v81 = tf.where(x_last < 0.51976037, v69, v80)
+    v82 = tf.where(x_last < -8.2e-17, v60, v81)
+    v83 = tf.where(x_last < -0.85972140045, v49, v82)
+    d_xx = tf.where(x_last < -1.7014118346046923e+38, v40, v83)
     return d_x, d_xx
 
 

@@ -70,11 +70,15 @@ def _xlogx_value(x):
     """The value of xlogx.
 
     f = x*log(x)
-    form (sympy): x*log(x)
-    measured float32 mean 0.26 / p99 1.0 bits, float64 mean 0.29 / p99 1.0 bits
+    form (regimes(series zero | sympy)): [-inf, 2.2250738585072014e-308): 0;
+        [2.2250738585072014e-308, inf): x*log(x)
+    measured float32 mean 0.27 / p99 1.0 bits, float64 mean 0.26 / p99 1.0 bits
     """
-    v0 = tf.math.log(x)
-    value = x * v0
+    v0 = tf.zeros_like(x) + 0.0
+    v1 = tf.math.maximum(x, 2.2250738585072014e-308)
+    v2 = tf.math.log(v1)
+    v3 = v1 * v2
+    value = tf.where(x < 2.2250738585072014e-308, v0, v3)
     return value
 
 
@@ -83,7 +87,7 @@ def _xlogx_jet(x0, x_last):
 
     f' = log(x) + 1
     form (sympy): log(x) + 1
-    measured float32 mean 0.11 / p99 1.0 bits, float64 mean 0.10 / p99 1.0 bits
+    measured float32 mean 0.13 / p99 1.0 bits, float64 mean 0.09 / p99 1.0 bits
 
     f'' = 1/x
     form (sympy): 1/x
