@@ -35,6 +35,7 @@ report: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_ops.py
+	$(BIN)/python benchmarks/bench_build.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check codegen tests generated benchmarks

@@ -1,10 +1,12 @@
-"""The `hogen` command line: the only module that touches files and decides exit codes.
+"""The `hogen` command line: the only module that writes files and decides exit codes.
 
-In: argv. Out: files under `--out`, text on the terminal, and an exit code as
-black and ruff use them: 0 fine, 1 stale or a promise broken, 2 bad spec or
-usage, 123 internal error. Heavy imports (SymPy, TensorFlow) happen inside
-the commands that need them, so `hogen build --check` on fresh outputs
-stays fast.
+In: argv (after `codegen.entry`, the console script, has answered fresh builds
+itself). Out: files under `--out` (and `--tests`), text on the terminal
+through `codegen.terminal`, and an exit code as black and ruff use them: 0
+fine, 1 stale or a promise broken (or, with --exit-non-zero-on-change,
+something was written), 2 bad spec or usage, 123 internal error. Heavy
+imports (SymPy, TensorFlow) happen inside the commands that need them, so
+`hogen build --check` on fresh outputs stays fast.
 """
 
 from __future__ import annotations
@@ -14,94 +16,132 @@ import sys
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
 from codegen import outputs
+from codegen.terminal import Terminal
 
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     help="Generate TensorFlow ops with numerically stable custom derivatives.",
 )
-err = Console(stderr=True, highlight=False)
-out = Console(highlight=False)
-
 EXIT_STALE, EXIT_USAGE, EXIT_INTERNAL = 1, 2, 123
 PATHS = typer.Argument(None, help="Spec files or folders (default: specs/).")
 OUT = typer.Option(Path("generated"), "--out", help="Folder of generated modules.")
+QUIET = typer.Option(False, "--quiet", "-q", help="Print only errors and findings.")
+VERBOSE = typer.Option(False, "--verbose", "-v", help="Print every step.")
 
 
-def _fail_spec(error) -> None:
-    err.print(f"error: {error}", markup=False)
-    if getattr(error, "source_line", None):
-        err.print("  " + error.source_line[:200], markup=False)
-        err.print("  " + " " * max(error.col - 1, 0) + "^", markup=False)
-    raise typer.Exit(EXIT_USAGE)
+def _usage(ui: Terminal, message: str) -> typer.Exit:
+    ui.error(message)
+    return typer.Exit(EXIT_USAGE)
 
 
-def _specs(paths: list[Path] | None) -> list[Path]:
+def _specs(paths: list[Path] | None, ui: Terminal) -> list[Path]:
     found = outputs.find_specs(paths or [Path("specs")])
     for path in found:
         if not path.is_file():
-            err.print(f"error: {path}: no such spec file")
-            raise typer.Exit(EXIT_USAGE)
+            raise _usage(ui, f"{outputs.display_path(path)}: no such spec file")
     return found
 
 
-def _load_all(spec_paths: list[Path]) -> list:
-    """Every spec loaded and validated before any is built: a bad one fails the run first."""
+def _load(path: Path, ui: Terminal):
     from codegen.spec import SpecError, load_spec
 
-    specs = []
-    for path in spec_paths:
-        try:
-            specs.append(load_spec(outputs.display_path(path)))
-        except SpecError as error:
-            _fail_spec(error)
-    return specs
+    try:
+        return load_spec(outputs.display_path(path))
+    except SpecError as error:
+        ui.spec_error(error)
+        raise typer.Exit(EXIT_USAGE) from None
 
 
-def _render(spec_paths: list[Path], verbose: bool, jobs: int, max_ops: int) -> dict[Path, str]:
-    """Build every spec in memory (in `jobs` processes); nothing is written here."""
+def _renderer(ui: Terminal, jobs: int, max_ops: int):
+    """A function building specs into module text, with progress, in `jobs` processes."""
     from concurrent.futures import ProcessPoolExecutor
     from functools import partial
 
-    from codegen.derive import DeriveError
-    from codegen.pipeline import build
+    from codegen import pipeline
 
-    specs = _load_all(spec_paths)
-    if verbose:
-        for spec in specs:
-            err.print(f"building {spec.path} -> {spec.name}.py", markup=False)
-    work = partial(build, max_ops=max_ops)
-    try:
-        if jobs > 1 and len(specs) > 1:
+    def render(specs: list) -> list[str]:
+        work = partial(pipeline.build, max_ops=max_ops)
+        with ui.progress(len(specs), "building") as advance:
+            if jobs <= 1 or len(specs) <= 1:
+                return [_done(work(spec), spec, advance) for spec in specs]
             with ProcessPoolExecutor(max_workers=jobs) as pool:
-                texts = list(pool.map(work, specs))
-        else:
-            texts = [work(spec) for spec in specs]
-    except DeriveError as error:
-        err.print(f"error: {error}", markup=False)
-        raise typer.Exit(EXIT_USAGE) from None
-    return {Path(f"{spec.name}.py"): text for spec, text in zip(specs, texts)}
+                futures = [pool.submit(work, spec) for spec in specs]
+                return [_done(f.result(), spec, advance) for f, spec in zip(futures, specs)]
+
+    return render
+
+
+def _done(text: str, spec, advance) -> str:
+    advance(f"{spec.path} -> {spec.name}.py")
+    return text
 
 
 def _diff(path: Path, new: str) -> str:
     old = path.read_text(encoding="utf-8") if path.exists() else ""
-    return "".join(
-        difflib.unified_diff(old.splitlines(True), new.splitlines(True), str(path), str(path))
-    )
+    name = outputs.display_path(path)
+    return "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), name, name))
+
+
+def _report_check(plan: outputs.Plan, out_dir: Path, ui: Terminal) -> None:
+    show = outputs.display_path
+    for kind, specs in (("stale", plan.stale), ("missing", plan.missing)):
+        for spec in specs:
+            ui.finding(kind, show(spec))
+    for spec, module in plan.tests_due:
+        ui.finding("stale" if module.exists() else "missing", f"{show(module)} (from {show(spec)})")
+    for module in plan.extra:
+        ui.finding("extra", show(module))
+    if plan.init_stale:
+        ui.finding("stale", show(out_dir / outputs.INIT_NAME))
+    for spec in plan.fresh:
+        ui.step(f"fresh: {show(spec)}")
+    ui.result(outputs.check_summary(plan), stderr=True)
+
+
+def _plan_changes(plan, spec_paths, out_dir, tests_dir, rebuild, ui, jobs, max_ops):
+    from codegen.building import BuildError, changes
+    from codegen.derive import DeriveError
+    from codegen.spec import SpecError
+
+    try:
+        return changes(plan, spec_paths, out_dir, tests_dir, rebuild, _renderer(ui, jobs, max_ops))
+    except SpecError as error:
+        ui.spec_error(error)
+    except (BuildError, DeriveError) as error:
+        ui.error(str(error))
+    raise typer.Exit(EXIT_USAGE)
+
+
+def _apply(todo, ui: Terminal) -> tuple[int, int, bool]:
+    """Write and remove files; (op modules written, test modules written, anything changed)."""
+    written = {path for path, text in todo.texts().items() if outputs.write_atomic(path, text)}
+    for module in todo.removals:
+        module.unlink(missing_ok=True)
+        ui.step(f"removed {outputs.display_path(module)}")
+    for path in sorted(written):
+        ui.step(f"wrote {outputs.display_path(path)}")
+    built = len(written & set(todo.modules))
+    return built, len(written & set(todo.tests)), bool(written or todo.removals)
 
 
 @app.command("build")
 def build_command(
     paths: list[Path] | None = PATHS,
     out_dir: Path = OUT,
+    tests_dir: Path | None = typer.Option(
+        None, "--tests", help="Also write a pytest module per op into this folder."
+    ),
     check: bool = typer.Option(False, "--check", help="Write nothing; exit 1 if stale."),
     diff: bool = typer.Option(False, "--diff", help="Write nothing; print unified diffs."),
     force: bool = typer.Option(False, "--force", help="Rebuild fresh outputs too."),
-    quiet: bool = typer.Option(False, "--quiet", "-q"),
-    verbose: bool = typer.Option(False, "--verbose", "-v"),
+    exit_on_change: bool = typer.Option(
+        False, "--exit-non-zero-on-change", help="Exit 1 if any file was written or removed."
+    ),
+    quiet: bool = QUIET,
+    verbose: bool = VERBOSE,
     jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Build specs in this many processes."),
     max_ops: int = typer.Option(
         20_000,
@@ -111,70 +151,76 @@ def build_command(
     ),
 ) -> None:
     """Build specs into TensorFlow modules (skipping fresh ones)."""
-    spec_paths = _specs(paths)
-    plan = outputs.plan(spec_paths, out_dir)
+    ui = Terminal(quiet, verbose)
+    spec_paths = _specs(paths, ui)
+    if tests_dir is not None and outputs.relative(tests_dir, out_dir) == ".":
+        raise _usage(ui, "--tests must name a folder other than --out")
+    plan = outputs.plan(spec_paths, out_dir, tests_dir)
     if check and not diff:
-        _report_check(plan, quiet)
-        raise typer.Exit(EXIT_STALE if plan.to_build or plan.extra else 0)
-    targets = spec_paths if (force or diff) else list(plan.to_build)
-    rendered = _render(targets, verbose, jobs, max_ops)
-    if diff:
-        texts = [_diff(out_dir / name, text) for name, text in sorted(rendered.items())]
-        out.print("".join(texts), end="", markup=False)
-        raise typer.Exit(EXIT_STALE if any(texts) else 0)
-    written = [
-        name
-        for name, text in sorted(rendered.items())
-        if outputs.write_atomic(out_dir / name, text)
-    ]
-    for module in plan.extra:
-        module.unlink()
-    from codegen.emit import render_init
-
-    outputs.write_atomic(out_dir / outputs.INIT_NAME, render_init(outputs.module_names(out_dir)))
-    if not quiet:
-        out.print(
-            f"{len(written)} built, {len(spec_paths) - len(written)} unchanged, "
-            f"{len(plan.extra)} removed",
-            markup=False,
-        )
-
-
-def _report_check(plan: outputs.Plan, quiet: bool) -> None:
-    if quiet:
+        _report_check(plan, out_dir, ui)
+        raise typer.Exit(0 if plan.clean else EXIT_STALE)
+    if plan.clean and not (force or diff):
+        ui.result(outputs.build_summary(0, len(spec_paths), 0))
         return
-    for kind, items in (("stale", plan.stale), ("missing", plan.missing), ("extra", plan.extra)):
-        for item in items:
-            err.print(f"{kind}: {item}", markup=False)
-    total = len(plan.fresh) + len(plan.stale) + len(plan.missing)
-    err.print(
-        f"{len(plan.fresh)} of {total} fresh, {len(plan.to_build)} to build, "
-        f"{len(plan.extra)} extra",
-        markup=False,
-    )
+    todo = _plan_changes(plan, spec_paths, out_dir, tests_dir, force or diff, ui, jobs, max_ops)
+    if diff:
+        texts = [_diff(path, text) for path, text in todo.texts().items()]
+        texts += [_diff(path, "") for path in todo.removals]
+        ui.diff("".join(texts))
+        raise typer.Exit(EXIT_STALE if any(texts) else 0)
+    built, tests_written, changed = _apply(todo, ui)
+    summary = outputs.build_summary(built, len(spec_paths) - built, len(todo.removals))
+    plural = "" if tests_written == 1 else "s"
+    ui.result(summary + (f", {tests_written} test module{plural} written" if tests_written else ""))
+    raise typer.Exit(EXIT_STALE if exit_on_change and changed else 0)
+
+
+@app.command("new")
+def new_command(
+    name: str = typer.Argument(..., help="The op's name: a Python identifier."),
+    expr: str = typer.Option(..., "--expr", help="The function, e.g. 'log(1 + exp(x))'."),
+    args: str = typer.Option("x", "--args", help="Comma-separated arg names."),
+    order: int = typer.Option(2, "--order", help="Custom derivatives up to this order (1..4)."),
+    doc: str | None = typer.Option(None, "--doc", help="One line for the op's docstring."),
+    specs_dir: Path = typer.Option(Path("specs"), "--dir", help="Where the spec goes."),
+    schema: Path = typer.Option(
+        Path("docs/spec.schema.json"), "--schema", help="The JSON Schema editors validate with."
+    ),
+) -> None:
+    """Write specs/NAME.yaml, checked to build, with the schema line editors validate by."""
+    from codegen.newspec import new_spec, schema_text, split_args
+    from codegen.spec import SpecError
+
+    ui = Terminal()
+    path = specs_dir / f"{name}.yaml"
+    try:
+        text, _ = new_spec(name, expr, split_args(args), order, doc, path, schema)
+    except SpecError as error:
+        ui.spec_error(error)
+        raise typer.Exit(EXIT_USAGE) from None
+    if path.exists():
+        raise _usage(ui, f"{outputs.display_path(path)} exists; not overwritten")
+    if not schema.exists():
+        outputs.write_atomic(schema, schema_text())
+        ui.result(f"wrote {outputs.display_path(schema)}")
+    outputs.write_atomic(path, text)
+    ui.result(f"wrote {outputs.display_path(path)}; build it with: hogen build {path.as_posix()}")
+
+
+@app.command("schema")
+def schema_command() -> None:
+    """Print the JSON Schema of a spec file (the loader validates with the same table)."""
+    from codegen.newspec import schema_text
+
+    Terminal().write(schema_text())
 
 
 @app.command("explain")
 def explain_command(spec_path: Path = typer.Argument(..., help="A spec file.")) -> None:
     """Show each derivative, the candidate forms measured, and the one chosen."""
     from codegen.explain import explain
-    from codegen.spec import SpecError, load_spec
 
-    try:
-        spec = load_spec(outputs.display_path(spec_path))
-    except (SpecError, OSError) as error:
-        _fail_spec(error)
-    out.print(explain(spec), markup=False)
-
-
-@app.command("schema")
-def schema_command() -> None:
-    """Print the JSON Schema of a spec file."""
-    import json
-
-    from codegen.spec import SCHEMA
-
-    out.print(json.dumps(SCHEMA, indent=2, sort_keys=True), markup=False)
+    Terminal().write(explain(_load(spec_path, Terminal())) + "\n")
 
 
 @app.command("verify")
@@ -185,17 +231,12 @@ def verify_command(
     samples: int = typer.Option(2000, help="Sample points per dtype."),
 ) -> None:
     """Run the generated ops in TensorFlow and measure them against the exact reference."""
-    from codegen.spec import SpecError, load_spec
+    ui = Terminal()
+    specs = [_load(path, ui) for path in _specs(paths, ui)]
     from codegen.verify import format_table, verify_spec, write_json
 
-    rows = []
-    for path in _specs(paths):
-        try:
-            spec = load_spec(outputs.display_path(path))
-        except SpecError as error:
-            _fail_spec(error)
-        rows += verify_spec(spec, out_dir, samples)
-    print(format_table(rows))
+    rows = [row for spec in specs for row in verify_spec(spec, out_dir, samples)]
+    ui.write(format_table(rows) + "\n")
     if json_path:
         write_json(rows, json_path)
     broken = [r for r in rows if r.tool == "hogen" and not r.figures.keeps_promise()]
@@ -212,14 +253,14 @@ def report_command(
     """Write docs/accuracy.md and error plots: hogen vs TF autodiff vs TF built-ins."""
     from codegen.report import write_report
 
-    specs = _load_all(_specs(paths))
-    written = write_report(specs, out_dir, docs, samples)
-    for path in written:
-        out.print(f"wrote {path}", markup=False)
+    ui = Terminal()
+    specs = [_load(path, ui) for path in _specs(paths, ui)]
+    for path in write_report(specs, out_dir, docs, samples):
+        ui.result(f"wrote {path}")
 
 
-def main() -> None:
-    """Console entry point: exit 123 on anything unexpected."""
+def main() -> int:
+    """Run the typer app: exit 123 on anything unexpected."""
     try:
         code = app(standalone_mode=False)
         sys.exit(code if isinstance(code, int) else 0)
@@ -233,5 +274,5 @@ def main() -> None:
             sys.exit(EXIT_USAGE)
         if isinstance(error, typer.Abort):
             sys.exit(EXIT_USAGE)
-        err.print(f"internal error: {type(error).__name__}: {error}", markup=False)
+        Terminal().error(f"internal error: {type(error).__name__}: {error}")
         sys.exit(EXIT_INTERNAL)

@@ -190,7 +190,7 @@ def _backward(forms: StableForms) -> list[str]:
     ]
     partials = [c.index for c in forms.choices if sum(c.index) > 0]
     outs = ", ".join(names.partial(args, idx) for idx in partials)
-    lines.append(f"{outs}{',' if len(partials) == 1 else ''} = {_jet_call(spec)}")
+    lines.append(f"{outs} = {_jet_call(spec)}")
     lines += _grad_lines(args, order)
     if len(args) == 1:
         grads = [f"dy * {names.grad_local(args[0])}"]

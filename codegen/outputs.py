@@ -1,11 +1,18 @@
-"""Outputs on disk: headers, freshness, atomic writes. Imports neither SymPy nor TensorFlow.
+"""Outputs on disk: headers, freshness, atomic writes. Imports only the standard library.
 
-In: spec paths and an output folder. Out: a `Plan` saying, for each spec,
-whether its module is fresh, stale or missing, and which modules in the
-folder are extra (their spec is gone). Freshness is decided from the header
-hash alone: sha256 of the spec file's bytes and hogen's version, the same
-hash `spec.py` records. `write_atomic` writes a temp file and renames it,
-so a killed build leaves every file old or new, never torn.
+In: spec paths, the folder of generated modules (`out`) and, optionally, a folder
+of generated test modules (`tests`). Out: a `Plan` saying, for each spec,
+whether its outputs are fresh, stale or missing, which files carrying hogen's
+header are extra (their spec is gone, or the spec now builds under another
+name), and whether `out/__init__.py` is current.
+
+Freshness is decided from header hashes alone: sha256 of the spec file's bytes
+and hogen's version, the hash `spec.py` records (test modules also hash where
+they find the spec and the op). Headers name their spec relative to the
+*project root*, the folder that holds `out`, so the answer does not depend on
+the working folder. `write_atomic` writes a temp file and renames it, so a
+killed build leaves every file old or new, never torn. This module must stay
+cheap to import: the console entry point decides fresh builds with it alone.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ HEADER_RE = re.compile(
     r"# spec-sha256: (?P<sha>[0-9a-f]{64})\n"
 )
 INIT_NAME = "__init__.py"
+TEST_PREFIX = "test_hogen_"
 
 
 def spec_sha256(data: bytes) -> str:
@@ -33,12 +41,40 @@ def spec_sha256(data: bytes) -> str:
     return hashlib.sha256(data + b"\0" + __version__.encode()).hexdigest()
 
 
+def tests_sha256(data: bytes, spec_from_tests: str, out_from_tests: str) -> str:
+    """The hash a generated test module records: the spec's bytes and where it finds both."""
+    extra = f"\0tests\0{spec_from_tests}\0{out_from_tests}".encode()
+    return hashlib.sha256(data + b"\0" + __version__.encode() + extra).hexdigest()
+
+
 def display_path(path: Path) -> str:
-    """How a spec path is written in headers: relative to the working folder, with slashes."""
+    """How a path is shown to the user: relative to the working folder, with slashes."""
     try:
         return Path(os.path.relpath(path)).as_posix()
     except ValueError:
         return path.as_posix()
+
+
+def project_root(out: Path) -> str:
+    """The folder that holds `out`: spec paths in headers are relative to it."""
+    return os.path.dirname(os.path.abspath(out))
+
+
+def relative(path: Path | str, start: Path | str) -> str:
+    """`path` relative to the folder `start`, with slashes (absolute across drives)."""
+    try:
+        return Path(os.path.relpath(os.path.abspath(path), os.path.abspath(start))).as_posix()
+    except ValueError:
+        return Path(os.path.abspath(path)).as_posix()
+
+
+def header_spec_path(spec: Path, out: Path) -> str:
+    """How a header names `spec`: relative to the project root of `out`."""
+    return relative(spec, project_root(out))
+
+
+def test_module_name(op_name: str) -> str:
+    return f"{TEST_PREFIX}{op_name}.py"
 
 
 @dataclass(frozen=True)
@@ -59,6 +95,19 @@ def read_header(module: Path) -> Header | None:
     return Header(module, match["spec"], match["sha"]) if match else None
 
 
+def headers(folder: Path | None, root: str) -> dict[str, list[Header]]:
+    """The headers of the `*.py` files in `folder` (not `__init__.py`), by resolved spec path."""
+    found: dict[str, list[Header]] = {}
+    if folder is None or not folder.is_dir():
+        return found
+    for module in sorted(folder.glob("*.py")):
+        header = read_header(module) if module.name != INIT_NAME else None
+        if header:
+            key = os.path.normpath(os.path.join(root, header.spec))
+            found.setdefault(key, []).append(header)
+    return found
+
+
 def find_specs(paths: list[Path]) -> list[Path]:
     """Spec files named, or found (`*.yaml`, `*.yml`) in folders named, sorted, unique."""
     found: set[Path] = set()
@@ -72,36 +121,114 @@ def find_specs(paths: list[Path]) -> list[Path]:
 
 @dataclass(frozen=True)
 class Plan:
-    fresh: tuple[Path, ...]
-    stale: tuple[Path, ...]
-    missing: tuple[Path, ...]
-    extra: tuple[Path, ...]  # modules with our header whose spec no longer exists
+    fresh: tuple[Path, ...]  # specs whose module is current
+    stale: tuple[Path, ...]  # specs whose module is out of date
+    missing: tuple[Path, ...]  # specs without a module
+    extra: tuple[Path, ...]  # files with our header whose spec is gone or builds another name
+    tests_due: tuple[tuple[Path, Path], ...] = ()  # (spec, test module) to write; op is fresh
+    init_stale: bool = False  # out/__init__.py does not export exactly the modules kept
 
     @property
     def to_build(self) -> tuple[Path, ...]:
         return self.stale + self.missing
 
+    @property
+    def clean(self) -> bool:
+        """Nothing to build, write or remove."""
+        return not (self.to_build or self.extra or self.tests_due or self.init_stale)
 
-def plan(specs: list[Path], out: Path) -> Plan:
-    """Compare each spec's hash with the header of the module built from it."""
-    headers = [h for h in map(read_header, sorted(out.glob("*.py"))) if h]
-    by_spec = {h.spec: h for h in headers}
-    fresh, stale, missing = [], [], []
+
+def _fresh_module(claims: list[Header], sha: str) -> tuple[Header | None, list[Header]]:
+    """The one module built from the spec's current bytes, and the superseded ones."""
+    current = [h for h in claims if h.sha256 == sha]
+    if len(current) != 1:
+        return None, []
+    return current[0], [h for h in claims if h is not current[0]]
+
+
+def _tests_plan(spec, data, op: Header, out, tests, claims) -> tuple[Path | None, list[Path]]:
+    """The test module to (re)write for a fresh op (or None), and superseded test modules."""
+    module = tests / test_module_name(op.module.stem)
+    sha = tests_sha256(data, relative(spec, tests), relative(out, tests))
+    due = None if any(h.module == module and h.sha256 == sha for h in claims) else module
+    return due, [h.module for h in claims if h.module != module]
+
+
+def plan(specs: list[Path], out: Path, tests: Path | None = None) -> Plan:
+    """Compare each spec's hash with the headers of the files built from it."""
+    root = project_root(out)
+    ops, test_modules = headers(out, root), headers(tests, root)
+    fresh, stale, missing, superseded, due = [], [], [], [], []
     for spec in specs:
-        header = by_spec.get(display_path(spec))
-        if header is None:
-            missing.append(spec)
-        elif header.sha256 != spec_sha256(spec.read_bytes()):
-            stale.append(spec)
-        else:
-            fresh.append(spec)
-    extra = tuple(h.module for h in headers if not Path(h.spec).exists())
-    return Plan(tuple(fresh), tuple(stale), tuple(missing), extra)
+        key = os.path.normpath(os.path.abspath(spec))
+        data = spec.read_bytes()
+        module, old = _fresh_module(ops.get(key, []), spec_sha256(data))
+        (fresh if module else stale if key in ops else missing).append(spec)
+        superseded += [h.module for h in old]
+        if module and tests is not None:
+            wanted, old = _tests_plan(spec, data, module, out, tests, test_modules.get(key, []))
+            due += [(spec, wanted)] if wanted else []
+            superseded += old
+    gone = [
+        h.module
+        for group in (ops, test_modules)
+        for key, claims in group.items()
+        if not os.path.isfile(key)
+        for h in claims
+    ]
+    extra = tuple(sorted({*superseded, *gone}))
+    kept = [h.module.stem for claims in ops.values() for h in claims if h.module not in extra]
+    init = _init_stale(out, kept)
+    return Plan(tuple(fresh), tuple(stale), tuple(missing), extra, tuple(due), init)
+
+
+def claimants(spec: Path, folders: list[Path | None], root: str) -> list[Path]:
+    """Every file in `folders` whose header names `spec`."""
+    key = os.path.normpath(os.path.abspath(spec))
+    return [h.module for folder in folders for h in headers(folder, root).get(key, [])]
+
+
+def _init_stale(out: Path, names: list[str]) -> bool:
+    try:
+        return (out / INIT_NAME).read_text(encoding="utf-8") != init_text(names)
+    except (OSError, UnicodeDecodeError):
+        return True
+
+
+def init_text(op_names: list[str]) -> str:
+    """`out/__init__.py` as `emit.render_init` writes it (a test holds the two equal)."""
+    ops = sorted(op_names)
+    lines = [
+        f"# Generated by hogen {__version__} — DO NOT EDIT.",
+        "# Regenerate with: hogen build",
+        '"""Ops generated by hogen; each is exported below."""',
+        "",
+        *(f"from .{op} import {op}" for op in ops),
+        "",
+        "__all__ = [",
+        *(f'    "{op}",' for op in ops),
+        "]",
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def module_names(out: Path) -> list[str]:
     """Op names of the modules in `out` that carry a hogen header."""
-    return sorted(h.module.stem for h in map(read_header, sorted(out.glob("*.py"))) if h)
+    return sorted(h.module.stem for hs in headers(out, project_root(out)).values() for h in hs)
+
+
+def check_summary(plan: Plan) -> str:
+    """The last line of `hogen build --check`."""
+    total = len(plan.fresh) + len(plan.stale) + len(plan.missing)
+    return (
+        f"{len(plan.fresh)} of {total} fresh, {len(plan.to_build)} to build, "
+        f"{len(plan.extra)} extra"
+    )
+
+
+def build_summary(built: int, unchanged: int, removed: int) -> str:
+    """The last line of `hogen build`."""
+    return f"{built} built, {unchanged} unchanged, {removed} removed"
 
 
 def _mode_for(path: Path) -> int:
@@ -133,8 +260,3 @@ def write_atomic(path: Path, text: str) -> bool:
         Path(tmp).unlink(missing_ok=True)
         raise
     return True
-
-
-def inside(folder: Path, candidate: Path) -> bool:
-    """True if `candidate` resolves to a path inside `folder`."""
-    return candidate.resolve().is_relative_to(folder.resolve())

@@ -18,6 +18,7 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+import sympy as sp  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from codegen import accuracy  # noqa: E402
@@ -105,42 +106,55 @@ def partial_derivative(fn, inputs: list[tf.Tensor], sequence: list[int]) -> tf.T
     return grad
 
 
-def _naive(spec: Spec):
+def naive_op(spec: Spec):
+    """TF autodiff's view of the spec: `expr` (params at their defaults) as plain TF ops."""
     values = {s: v for s, (_, v) in zip(spec.param_symbols, spec.params)}
     program = lower([spec.expr.subs(values)], {s: s.name for s in spec.arg_symbols})
     return lambda *args: run_tf(program, dict(zip(spec.args, args)))
 
 
-def _partial_name(spec: Spec, index: tuple[int, ...]) -> str:
-    if sum(index) == 0:
-        return "f"
-    return "f_" + "".join(a for a, n in zip(spec.args, index) for _ in range(n))
+@dataclass(frozen=True)
+class Target:
+    """One partial to measure: its name (f_xy), the args to differentiate by, the exact expr."""
+
+    name: str
+    sequence: tuple[int, ...]
+    expr: sp.Expr
 
 
-def verify_spec(spec: Spec, out_dir: Path, samples: int = 2000) -> list[Row]:
-    """Figures of the generated op and of naive autodiff, every partial, float32 and float64."""
-    op = load_op(spec, out_dir)
-    naive = _naive(spec)
+def targets(spec: Spec) -> list[Target]:
+    """Every partial of orders 0..order, params substituted by their defaults."""
     values = {s: v for s, (_, v) in zip(spec.param_symbols, spec.params)}
-    rows = []
+    out = []
     for partial in derive(spec).partials:
-        sequence = [i for i, n in enumerate(partial.index) for _ in range(n)]
+        sequence = tuple(i for i, n in enumerate(partial.index) for _ in range(n))
+        name = "f" + ("_" if sequence else "") + "".join(spec.args[i] for i in sequence)
+        out.append(Target(name, sequence, partial.expr.subs(values)))
+    return out
+
+
+def verify_spec(spec: Spec, out_dir: Path, samples: int = 2000, extra_tools=None) -> list[Row]:
+    """Figures of the generated op and of naive autodiff, every partial, float32 and float64.
+
+    `extra_tools` ({name: callable on the args}) are measured the same way, after those two.
+    """
+    tools = {"hogen": load_op(spec, out_dir), "autodiff": naive_op(spec), **(extra_tools or {})}
+    rows = []
+    for target in targets(spec):
         for dtype in accuracy.DTYPES:
             points = accuracy.sample_points(spec.domain, dtype, samples)
             exact = accuracy.reference(
-                partial.expr.subs(values),
+                target.expr,
                 spec.arg_symbols,
                 points,
                 dtype,
                 cache_dir=accuracy.default_cache_dir(),
             )
             inputs = [tf.constant(points[:, i]) for i in range(len(spec.args))]
-            for tool, fn in (("hogen", op), ("autodiff", naive)):
-                approx = partial_derivative(fn, inputs, sequence).numpy()
+            for tool, fn in tools.items():
+                approx = partial_derivative(fn, inputs, list(target.sequence)).numpy()
                 figures = accuracy.figures(approx, exact, dtype)
-                rows.append(
-                    Row(spec.name, _partial_name(spec, partial.index), dtype, tool, figures)
-                )
+                rows.append(Row(spec.name, target.name, dtype, tool, figures))
     return rows
 
 

@@ -257,15 +257,6 @@ def test_orphaned_module_is_extra_and_removed_but_other_files_stay(workdir):
     assert hogen("build", "--check").exit_code == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "outputs.plan finds modules by the spec path in their header only: after a spec's `name` "
-        "changes, the module built under the old name still names an existing spec, so it is "
-        "never extra, never removed, and stays exported from __init__.py; and when the new name "
-        "sorts first, --check compares against the old module's hash and stays stale forever"
-    ),
-)
 def test_renamed_op_replaces_its_old_module(workdir):
     assert hogen("build").exit_code == 0
     spec = workdir / "specs" / "log1pexp.yaml"
@@ -277,14 +268,6 @@ def test_renamed_op_replaces_its_old_module(workdir):
     assert "log1pexp" not in INIT.read_text()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "two specs with the same `name` build to the same module: cli._render keys the results by "
-        "module file, so the last spec silently wins (exit 0, '1 built, 1 unchanged'), and "
-        "--check then reports the other spec missing forever; expected: exit 2 naming both"
-    ),
-)
 def test_two_specs_with_one_name_are_an_error(workdir):
     other = workdir / "specs" / "other.yaml"
     other.write_text(_spec_text().replace("doc: Softplus", "doc: Another softplus"))

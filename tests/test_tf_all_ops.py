@@ -67,3 +67,22 @@ def test_low_precision_in_kept_dtype_and_within_its_precision(name, dtype, rtol)
     exact_at_rounded = [v.numpy() for v in _value_and_derivatives(op, rounded)]
     for ref, value in zip(exact_at_rounded, low):
         np.testing.assert_allclose(value.numpy().astype(np.float64), ref, rtol=rtol, atol=rtol)
+
+
+def test_order_one_op_builds_runs_and_autodiffs_its_last_form(tmp_path):
+    """order: 1 has a one-output jet; f'' is TF autodiff of the stable f' = 2x."""
+    import importlib.util
+
+    from codegen.pipeline import build
+    from codegen.spec import parse_spec_text
+
+    source = build(parse_spec_text("name: sq\nargs: [x]\nexpr: x**2\norder: 1\n", "sq.yaml"))
+    path = tmp_path / "sq.py"
+    path.write_text(source, encoding="utf-8")
+    module_spec = importlib.util.spec_from_file_location("hogen_sq", path)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    y, d1, d2 = _value_and_derivatives(module.sq, [tf.constant([3.0, -0.5], tf.float64)])
+    np.testing.assert_array_equal(y.numpy(), [9.0, 0.25])
+    np.testing.assert_array_equal(d1.numpy(), [6.0, -1.0])
+    np.testing.assert_array_equal(d2.numpy(), [2.0, 2.0])
