@@ -101,7 +101,7 @@ def _program_lines(program: Program, outputs: list[str], zeros_like: str) -> lis
         lines.append(f"{target} = {_tf_expr(step.op, step.operands, rename)}")
     for out, wanted in zip(program.outputs, outputs):
         if isinstance(out, float):
-            lines.append(f"{wanted} = tf.zeros_like({zeros_like}) + {out!r}")
+            lines.append(f"{wanted} = tf.math.add(tf.zeros_like({zeros_like}), {out!r})")
         elif rename.get(out) != wanted:
             lines.append(f"{wanted} = {rename.get(out, out)}")
     return lines
@@ -113,15 +113,27 @@ def _operand(value, rename) -> str:
     return rename.get(value, value)
 
 
+def _binary(op: str, a: list[str], constant_first: bool) -> str:
+    """A binary step as the cheapest eager call: tf.math functions, constants second."""
+    if op in ("add", "mul"):
+        name = "add" if op == "add" else "multiply"
+        first, second = (a[1], a[0]) if constant_first else (a[0], a[1])
+        return f"tf.math.{name}({first}, {second})"
+    # A Python number first: the operator converts it to the tensor's dtype (tf.math.reciprocal
+    # would be faster, but its float32 kernel is up to 2 ulps off).
+    if constant_first:
+        return f"{a[0]} {'-' if op == 'sub' else '/'} {a[1]}"
+    return f"tf.math.{'subtract' if op == 'sub' else 'truediv'}({a[0]}, {a[1]})"
+
+
 def _tf_expr(op: str, operands, rename) -> str:
     from codegen.functions import ALL_FUNCTIONS
 
     a = [_operand(v, rename) for v in operands]
-    binary = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
-    if op in binary:
-        return f"{a[0]} {binary[op]} {a[1]}"
+    if op in ("add", "sub", "mul", "div"):
+        return _binary(op, a, isinstance(operands[0], float))
     if op == "neg":
-        return f"-{a[0]}"
+        return f"tf.math.negative({a[0]})"
     if op == "div_no_nan":
         return f"tf.math.divide_no_nan({a[0]}, {a[1]})"
     if op in ("square", "sqrt", "rsqrt", "maximum", "minimum", "pow"):
@@ -134,10 +146,14 @@ def _tf_expr(op: str, operands, rename) -> str:
             return f"tf.math.maximum({a[0]}, {a[1]})"
         return f"tf.clip_by_value({a[0]}, {a[1]}, {a[2]})"
     if op == "fill_like":
-        return f"tf.zeros_like({a[0]}) + {a[1]}"
+        return f"tf.math.add(tf.zeros_like({a[0]}), {a[1]})"
     if op == "where_less":
-        return f"tf.where({a[0]} < {a[1]}, {a[2]}, {a[3]})"
+        return f"tf.where(tf.math.less({a[0]}, {a[1]}), {a[2]}, {a[3]})"
     return f"{ALL_FUNCTIONS[op].tf_name}({a[0]})"
+
+
+def _is_pure_square(alpha) -> bool:
+    return sorted(alpha) == [0] * (len(alpha) - 1) + [2]
 
 
 def _jet_term(d: str, args, alpha) -> str:
@@ -148,14 +164,29 @@ def _jet_term(d: str, args, alpha) -> str:
     """
     if sum(alpha) == 0:
         return d
-    if sorted(alpha) == [0] * (len(alpha) - 1) + [2]:
-        t = names.tangent(args[alpha.index(2)])
-        return f"tf.math.multiply_no_nan({d} * 2.0, tf.math.square({t} * 0.5))"
+    if _is_pure_square(alpha):
+        q = names.half_square(args[alpha.index(2)])
+        return f"tf.math.multiply_no_nan(tf.math.multiply({d}, 2.0), {q})"
     factors = [names.tangent(a) for a, n in zip(args, alpha) for _ in range(n)]
-    text = " * ".join(factors)
+    monomial = factors[0]
+    for factor in factors[1:]:
+        monomial = f"tf.math.multiply({monomial}, {factor})"
     denom = math.prod(math.factorial(n) for n in alpha)
-    monomial = f"{text} / {float(denom)!r}" if denom > 1 else text
+    if denom > 1:
+        monomial = f"tf.math.truediv({monomial}, {float(denom)!r})"
     return f"tf.math.multiply_no_nan({d}, {monomial})"
+
+
+def _sum_lines(target: str, terms: list[str], same_shapes: bool) -> list[str]:
+    """`target = sum(terms)`: one AddN when the terms share a shape, else chained adds."""
+    if len(terms) == 1:
+        return [f"{target} = {terms[0]}"]
+    if same_shapes:
+        return [f"{target} = tf.math.add_n([", *[f"    {t}," for t in terms], "])"]
+    return [
+        f"{target} = {terms[0]}",
+        *(f"{target} = tf.math.add({target}, {t})" for t in terms[1:]),
+    ]
 
 
 def _grad_lines(args: tuple[str, ...], order: int) -> list[str]:
@@ -165,37 +196,38 @@ def _grad_lines(args: tuple[str, ...], order: int) -> list[str]:
         for k in range(order):
             for alpha in multi_indices(len(args), k):
                 index = tuple(n + (j == i) for j, n in enumerate(alpha))
-                d = names.partial(args, index)
-                terms.append(_jet_term(d, args, alpha))
-        target = names.grad_local(arg)
-        if len(terms) == 1:
-            lines.append(f"{target} = {terms[0]}")
-        else:
-            lines += [f"{target} = (", f"    {terms[0]}", *[f"    + {t}" for t in terms[1:]], ")"]
+                terms.append(_jet_term(names.partial(args, index), args, alpha))
+        lines += _sum_lines(names.grad_local(arg), terms, same_shapes=len(args) == 1)
     return lines
 
 
 def _backward(forms: StableForms) -> list[str]:
     spec = forms.spec
     args, order = spec.args, spec.order
-    lines = [
+    lines = [f"{names.stopped(a)} = tf.stop_gradient({a})" for a in args]
+    lines += [
         f"{names.tangent(a)} = tf.where(tf.math.is_inf({names.stopped(a)}), "
-        f"tf.zeros_like({names.stopped(a)}), {a} - {names.stopped(a)})"
+        f"tf.zeros_like({names.stopped(a)}), tf.math.subtract({a}, {names.stopped(a)}))"
         for a in args
     ]
     lines += [
-        f"{names.shifted(a)} = _nan_free_gradient({names.stopped(a)} + "
-        f"{names.tangent(a)} / {float(order)!r})"
+        f"{names.shifted(a)} = _nan_free_gradient(tf.math.add({names.stopped(a)}, "
+        f"tf.math.truediv({names.tangent(a)}, {float(order)!r})))"
         for a in args
     ]
+    if order >= 3:
+        lines += [
+            f"{names.half_square(a)} = tf.math.square(tf.math.multiply({names.tangent(a)}, 0.5))"
+            for a in args
+        ]
     partials = [c.index for c in forms.choices if sum(c.index) > 0]
     outs = ", ".join(names.partial(args, idx) for idx in partials)
     lines.append(f"{outs} = {_jet_call(spec)}")
     lines += _grad_lines(args, order)
     if len(args) == 1:
-        grads = [f"dy * {names.grad_local(args[0])}"]
+        grads = [f"tf.math.multiply(dy, {names.grad_local(args[0])})"]
     else:
-        grads = [f"_sum_to(dy * {names.grad_local(a)}, {a})" for a in args]
+        grads = [f"_sum_to(tf.math.multiply(dy, {names.grad_local(a)}), {a})" for a in args]
     grads += ["None"] * len(spec.params)
     lines.append("return " + ", ".join(grads))
     return lines
@@ -216,7 +248,7 @@ def _jet_body(forms: StableForms, prefix: str) -> list[str]:
     pairs = [
         (c.chosen.form, at_last if sum(c.index) == spec.order else at_stopped) for c in choices
     ]
-    program = lower_each(pairs, prefix)
+    program = lower_each(pairs, prefix, unclipped=frozenset(at_stopped.values()))
     outputs = [names.partial(spec.args, c.index) for c in choices]
     lines = _program_lines(program, outputs, names.stopped(spec.args[0]))
     return lines + [f"return {', '.join(outputs)}"]
@@ -226,7 +258,7 @@ def _value_body(forms: StableForms, prefix: str) -> list[str]:
     spec = forms.spec
     env = {s: s.name for s in (*spec.arg_symbols, *spec.param_symbols)}
     value = forms.choices[0].chosen.form
-    program = lower_each([(value, env)], prefix)
+    program = lower_each([(value, env)], prefix, unclipped=frozenset(env.values()))
     lines = _program_lines(program, ["value"], spec.args[0])
     if not set(spec.arg_symbols) <= _symbols_of(value):
         lines.append(f"value = value + tf.zeros_like({' + '.join(spec.args)})")

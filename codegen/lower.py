@@ -46,8 +46,9 @@ class Program:
 
 
 class _Builder:
-    def __init__(self, prefix: str):
+    def __init__(self, prefix: str, unclipped: frozenset = frozenset()):
         self.prefix = prefix
+        self.unclipped = unclipped  # inputs no gradient flows through: branches need no clip
         self.steps: list[Step] = []
         self.memo: dict[tuple, str] = {}
 
@@ -127,7 +128,7 @@ def _lower_regimes(b: _Builder, regimes: Regimes, env) -> str | float:
     highs = (*regimes.bounds, float("inf"))
     values = []
     for form, low, high in zip(regimes.forms, lows, highs):
-        if regimes.arg in form.free_symbols:
+        if regimes.arg in form.free_symbols and x not in b.unclipped:
             value = _lower(b, form, {**env, regimes.arg: b.emit("clip", x, low, high)})
         else:
             value = _lower(b, form, env)
@@ -186,9 +187,14 @@ def lower(exprs, env: dict[sp.Symbol, str], prefix: str = "v") -> Program:
     return lower_each([(expr, env) for expr in exprs], prefix)
 
 
-def lower_each(pairs, prefix: str = "v") -> Program:
-    """Lower `(form, environment)` pairs into one program sharing common subexpressions."""
-    b = _Builder(prefix)
+def lower_each(pairs, prefix: str = "v", unclipped: frozenset = frozenset()) -> Program:
+    """Lower `(form, environment)` pairs into one program sharing common subexpressions.
+
+    Regime branches get their input clipped to the interval they own, so the gradient of
+    a branch not taken cannot be NaN; inputs named in `unclipped` carry no gradient
+    (they are stopped), and their branches skip the clip.
+    """
+    b = _Builder(prefix, unclipped)
     outputs = tuple(_lower(b, expr, env) for expr, env in pairs)
     return Program(tuple(b.steps), outputs)
 

@@ -63,6 +63,11 @@ def partial(args: tuple[str, ...], index: tuple[int, ...]) -> str:
     return "d_" + joiner.join(letters)
 
 
+def half_square(arg: str) -> str:
+    """The local `square(t_arg / 2)`, the jet's t**2/2 term without forming d/2."""
+    return f"q_{arg}"
+
+
 def grad_local(arg: str) -> str:
     """The local holding the gradient with respect to one arg, before reduction to its shape."""
     return f"g_{arg}"
@@ -83,7 +88,13 @@ def generated_locals(args: tuple[str, ...]) -> dict[str, str]:
     """Every local name emit derives from the args, mapped to the arg it comes from."""
     out = {}
     for arg in args:
-        for derived in (stopped(arg), tangent(arg), shifted(arg), grad_local(arg)):
+        for derived in (
+            stopped(arg),
+            tangent(arg),
+            shifted(arg),
+            half_square(arg),
+            grad_local(arg),
+        ):
             out[derived] = arg
     for name in _all_partials(args):
         out[name] = "a derivative"

@@ -54,14 +54,15 @@ def _gelu_op(x):
     value = _gelu_value(x0)
 
     def grad(dy):
-        t_x = tf.where(tf.math.is_inf(x0), tf.zeros_like(x0), x - x0)
-        x_last = _nan_free_gradient(x0 + t_x / 2.0)
+        x0 = tf.stop_gradient(x)
+        t_x = tf.where(tf.math.is_inf(x0), tf.zeros_like(x0), tf.math.subtract(x, x0))
+        x_last = _nan_free_gradient(tf.math.add(x0, tf.math.truediv(t_x, 2.0)))
         d_x, d_xx = _gelu_jet(x0, x_last)
-        g_x = (
-            d_x
-            + tf.math.multiply_no_nan(d_xx, t_x)
-        )
-        return dy * g_x
+        g_x = tf.math.add_n([
+            d_x,
+            tf.math.multiply_no_nan(d_xx, t_x),
+        ])
+        return tf.math.multiply(dy, g_x)
 
     return value, grad
 
@@ -73,11 +74,11 @@ def _gelu_value(x):
     form (sympy+rules(erfc)): x*erfc(-sqrt(2)*x/2)/2
     measured float32 mean 0.19 / p99 3.2 bits, float64 mean 0.26 / p99 5.8 bits
     """
-    v0 = 0.5 * x
-    v1 = 0.7071067811865476 * x
-    v2 = -v1
+    v0 = tf.math.multiply(x, 0.5)
+    v1 = tf.math.multiply(x, 0.7071067811865476)
+    v2 = tf.math.negative(v1)
     v3 = tf.math.erfc(v2)
-    value = v0 * v3
+    value = tf.math.multiply(v0, v3)
     return value
 
 
@@ -101,53 +102,53 @@ def _gelu_jet(x0, x_last):
     """
     v0 = tf.math.sign(x0)
     v1 = tf.math.abs(x0)
-    v2 = 0.3989422804014327 * v1
+    v2 = tf.math.multiply(v1, 0.3989422804014327)
     v3 = tf.math.log(v2)
     v4 = tf.math.square(x0)
-    v5 = 0.5 * v4
-    v6 = v3 - v5
+    v5 = tf.math.multiply(v4, 0.5)
+    v6 = tf.math.subtract(v3, v5)
     v7 = tf.math.exp(v6)
-    v8 = v0 * v7
-    v9 = 0.7071067811865476 * x0
-    v10 = -v9
+    v8 = tf.math.multiply(v0, v7)
+    v9 = tf.math.multiply(x0, 0.7071067811865476)
+    v10 = tf.math.negative(v9)
     v11 = tf.math.erfc(v10)
-    v12 = 0.5 * v11
-    d_x = v8 + v12
-    v14 = tf.zeros_like(x_last) + 0.0
+    v12 = tf.math.multiply(v11, 0.5)
+    d_x = tf.math.add(v8, v12)
+    v14 = tf.math.add(tf.zeros_like(x_last), 0.0)
     v15 = tf.clip_by_value(x_last, -1.8446744073709552e+19, -11.154532433)
     v16 = tf.math.square(v15)
-    v17 = v16 - 2.0
+    v17 = tf.math.subtract(v16, 2.0)
     v18 = tf.math.sign(v17)
     v19 = tf.math.abs(v17)
-    v20 = 0.3989422804014327 * v19
+    v20 = tf.math.multiply(v19, 0.3989422804014327)
     v21 = tf.math.log(v20)
-    v22 = 0.5 * v16
-    v23 = v21 - v22
+    v22 = tf.math.multiply(v16, 0.5)
+    v23 = tf.math.subtract(v21, v22)
     v24 = tf.math.exp(v23)
-    v25 = v18 * v24
-    v26 = -v25
+    v25 = tf.math.multiply(v18, v24)
+    v26 = tf.math.negative(v25)
     v27 = tf.clip_by_value(x_last, -11.154532433, -0.41791548112)
     v28 = tf.math.square(v27)
-    v29 = v28 - 2.0
-    v30 = 0.3989422804014327 * v29
-    v31 = 0.5 * v28
-    v32 = -v31
+    v29 = tf.math.subtract(v28, 2.0)
+    v30 = tf.math.multiply(v29, 0.3989422804014327)
+    v31 = tf.math.multiply(v28, 0.5)
+    v32 = tf.math.negative(v31)
     v33 = tf.math.exp(v32)
-    v34 = v30 * v33
-    v35 = -v34
+    v34 = tf.math.multiply(v30, v33)
+    v35 = tf.math.negative(v34)
     v36 = tf.clip_by_value(x_last, -0.41791548112, 37.41937637)
     v37 = tf.math.square(v36)
-    v38 = 0.5 * v37
-    v39 = -v38
+    v38 = tf.math.multiply(v37, 0.5)
+    v39 = tf.math.negative(v38)
     v40 = tf.math.exp(v39)
-    v41 = 0.7978845608028654 * v40
-    v42 = 0.3989422804014327 * v37
-    v43 = v42 * v40
-    v44 = v41 - v43
-    v45 = tf.where(x_last < 37.41937637, v44, v14)
-    v46 = tf.where(x_last < -0.41791548112, v35, v45)
-    v47 = tf.where(x_last < -11.154532433, v26, v46)
-    d_xx = tf.where(x_last < -1.8446744073709552e+19, v14, v47)
+    v41 = tf.math.multiply(v40, 0.7978845608028654)
+    v42 = tf.math.multiply(v37, 0.3989422804014327)
+    v43 = tf.math.multiply(v42, v40)
+    v44 = tf.math.subtract(v41, v43)
+    v45 = tf.where(tf.math.less(x_last, 37.41937637), v44, v14)
+    v46 = tf.where(tf.math.less(x_last, -0.41791548112), v35, v45)
+    v47 = tf.where(tf.math.less(x_last, -11.154532433), v26, v46)
+    d_xx = tf.where(tf.math.less(x_last, -1.8446744073709552e+19), v14, v47)
     return d_x, d_xx
 
 

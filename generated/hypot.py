@@ -57,22 +57,20 @@ def _hypot_op(x, y):
     value = _hypot_value(x0, y0)
 
     def grad(dy):
-        t_x = tf.where(tf.math.is_inf(x0), tf.zeros_like(x0), x - x0)
-        t_y = tf.where(tf.math.is_inf(y0), tf.zeros_like(y0), y - y0)
-        x_last = _nan_free_gradient(x0 + t_x / 2.0)
-        y_last = _nan_free_gradient(y0 + t_y / 2.0)
+        x0 = tf.stop_gradient(x)
+        y0 = tf.stop_gradient(y)
+        t_x = tf.where(tf.math.is_inf(x0), tf.zeros_like(x0), tf.math.subtract(x, x0))
+        t_y = tf.where(tf.math.is_inf(y0), tf.zeros_like(y0), tf.math.subtract(y, y0))
+        x_last = _nan_free_gradient(tf.math.add(x0, tf.math.truediv(t_x, 2.0)))
+        y_last = _nan_free_gradient(tf.math.add(y0, tf.math.truediv(t_y, 2.0)))
         d_x, d_y, d_xx, d_xy, d_yy = _hypot_jet(x0, y0, x_last, y_last)
-        g_x = (
-            d_x
-            + tf.math.multiply_no_nan(d_xx, t_x)
-            + tf.math.multiply_no_nan(d_xy, t_y)
-        )
-        g_y = (
-            d_y
-            + tf.math.multiply_no_nan(d_xy, t_x)
-            + tf.math.multiply_no_nan(d_yy, t_y)
-        )
-        return _sum_to(dy * g_x, x), _sum_to(dy * g_y, y)
+        g_x = d_x
+        g_x = tf.math.add(g_x, tf.math.multiply_no_nan(d_xx, t_x))
+        g_x = tf.math.add(g_x, tf.math.multiply_no_nan(d_xy, t_y))
+        g_y = d_y
+        g_y = tf.math.add(g_y, tf.math.multiply_no_nan(d_xy, t_x))
+        g_y = tf.math.add(g_y, tf.math.multiply_no_nan(d_yy, t_y))
+        return _sum_to(tf.math.multiply(dy, g_x), x), _sum_to(tf.math.multiply(dy, g_y), y)
 
     return value, grad
 
@@ -90,9 +88,9 @@ def _hypot_value(x, y):
     v3 = tf.math.minimum(v0, v1)
     v4 = tf.math.divide_no_nan(v3, v2)
     v5 = tf.math.square(v4)
-    v6 = 1.0 + v5
+    v6 = tf.math.add(v5, 1.0)
     v7 = tf.math.sqrt(v6)
-    value = v2 * v7
+    value = tf.math.multiply(v2, v7)
     return value
 
 
@@ -125,29 +123,29 @@ def _hypot_jet(x0, y0, x_last, y_last):
     v3 = tf.math.minimum(v0, v1)
     v4 = tf.math.divide_no_nan(v3, v2)
     v5 = tf.math.square(v4)
-    v6 = 1.0 + v5
+    v6 = tf.math.add(v5, 1.0)
     v7 = tf.math.sqrt(v6)
-    v8 = v2 * v7
-    d_x = x0 / v8
-    d_y = y0 / v8
+    v8 = tf.math.multiply(v2, v7)
+    d_x = tf.math.truediv(x0, v8)
+    d_y = tf.math.truediv(y0, v8)
     v11 = tf.math.abs(x_last)
     v12 = tf.math.abs(y_last)
     v13 = tf.math.maximum(v11, v12)
     v14 = tf.math.minimum(v11, v12)
     v15 = tf.math.divide_no_nan(v14, v13)
     v16 = tf.math.square(v15)
-    v17 = 1.0 + v16
+    v17 = tf.math.add(v16, 1.0)
     v18 = tf.math.sqrt(v17)
-    v19 = v13 * v18
-    v20 = y_last / v19
+    v19 = tf.math.multiply(v13, v18)
+    v20 = tf.math.truediv(y_last, v19)
     v21 = tf.math.sqrt(v19)
-    v22 = v20 / v21
+    v22 = tf.math.truediv(v20, v21)
     d_xx = tf.math.square(v22)
-    v24 = x_last / v19
-    v25 = v24 * v20
-    v26 = v25 / v19
-    d_xy = -v26
-    v28 = v24 / v21
+    v24 = tf.math.truediv(x_last, v19)
+    v25 = tf.math.multiply(v24, v20)
+    v26 = tf.math.truediv(v25, v19)
+    d_xy = tf.math.negative(v26)
+    v28 = tf.math.truediv(v24, v21)
     d_yy = tf.math.square(v28)
     return d_x, d_y, d_xx, d_xy, d_yy
 

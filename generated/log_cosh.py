@@ -54,14 +54,15 @@ def _log_cosh_op(x):
     value = _log_cosh_value(x0)
 
     def grad(dy):
-        t_x = tf.where(tf.math.is_inf(x0), tf.zeros_like(x0), x - x0)
-        x_last = _nan_free_gradient(x0 + t_x / 2.0)
+        x0 = tf.stop_gradient(x)
+        t_x = tf.where(tf.math.is_inf(x0), tf.zeros_like(x0), tf.math.subtract(x, x0))
+        x_last = _nan_free_gradient(tf.math.add(x0, tf.math.truediv(t_x, 2.0)))
         d_x, d_xx = _log_cosh_jet(x0, x_last)
-        g_x = (
-            d_x
-            + tf.math.multiply_no_nan(d_xx, t_x)
-        )
-        return dy * g_x
+        g_x = tf.math.add_n([
+            d_x,
+            tf.math.multiply_no_nan(d_xx, t_x),
+        ])
+        return tf.math.multiply(dy, g_x)
 
     return value, grad
 
@@ -78,49 +79,32 @@ def _log_cosh_value(x):
         Abs(x) + softplus(-2*Abs(x)) - log(2)
     measured float32 mean 0.14 / p99 2.6 bits, float64 mean 0.20 / p99 3.3 bits
     """
-    v0 = tf.math.minimum(x, -0.20233874023)
-    v1 = tf.math.abs(v0)
-    v2 = 2.0 * v1
-    v3 = -v2
-    v4 = tf.math.softplus(v3)
-    v5 = v1 + v4
-    v6 = v5 - 0.6931471805599453
-    v7 = tf.clip_by_value(x, -0.20233874023, 0.21)
-    v8 = tf.math.square(v7)
-    v9 = 0.0002565805740408915 * v8
-    v10 = v9 - 0.0007386029608251831
-    v11 = v8 * v10
-    v12 = 0.0021869488536155205 + v11
-    v13 = v8 * v12
-    v14 = v13 - 0.006746031746031746
-    v15 = v8 * v14
-    v16 = 0.022222222222222223 + v15
-    v17 = v8 * v16
-    v18 = v17 - 0.08333333333333333
-    v19 = v8 * v18
-    v20 = 0.5 + v19
-    v21 = v8 * v20
-    v22 = tf.clip_by_value(x, 0.21, 2.07462716)
-    v23 = tf.math.abs(v22)
-    v24 = 2.0 * v23
-    v25 = -v24
-    v26 = tf.math.softplus(v25)
-    v27 = v23 + v26
-    v28 = v27 - 0.6931471805599453
-    v29 = tf.clip_by_value(x, 2.07462716, 16.7276325)
-    v30 = tf.math.cosh(v29)
-    v31 = tf.math.log(v30)
-    v32 = tf.math.maximum(x, 16.7276325)
-    v33 = tf.math.abs(v32)
-    v34 = 2.0 * v33
-    v35 = -v34
-    v36 = tf.math.softplus(v35)
-    v37 = v33 + v36
-    v38 = v37 - 0.6931471805599453
-    v39 = tf.where(x < 16.7276325, v31, v38)
-    v40 = tf.where(x < 2.07462716, v28, v39)
-    v41 = tf.where(x < 0.21, v21, v40)
-    value = tf.where(x < -0.20233874023, v6, v41)
+    v0 = tf.math.abs(x)
+    v1 = tf.math.multiply(v0, 2.0)
+    v2 = tf.math.negative(v1)
+    v3 = tf.math.softplus(v2)
+    v4 = tf.math.add(v0, v3)
+    v5 = tf.math.subtract(v4, 0.6931471805599453)
+    v6 = tf.math.square(x)
+    v7 = tf.math.multiply(v6, 0.0002565805740408915)
+    v8 = tf.math.subtract(v7, 0.0007386029608251831)
+    v9 = tf.math.multiply(v6, v8)
+    v10 = tf.math.add(v9, 0.0021869488536155205)
+    v11 = tf.math.multiply(v6, v10)
+    v12 = tf.math.subtract(v11, 0.006746031746031746)
+    v13 = tf.math.multiply(v6, v12)
+    v14 = tf.math.add(v13, 0.022222222222222223)
+    v15 = tf.math.multiply(v6, v14)
+    v16 = tf.math.subtract(v15, 0.08333333333333333)
+    v17 = tf.math.multiply(v6, v16)
+    v18 = tf.math.add(v17, 0.5)
+    v19 = tf.math.multiply(v6, v18)
+    v20 = tf.math.cosh(x)
+    v21 = tf.math.log(v20)
+    v22 = tf.where(tf.math.less(x, 16.7276325), v21, v5)
+    v23 = tf.where(tf.math.less(x, 2.07462716), v5, v22)
+    v24 = tf.where(tf.math.less(x, 0.21), v19, v23)
+    value = tf.where(tf.math.less(x, -0.20233874023), v5, v24)
     return value
 
 

@@ -54,14 +54,15 @@ def _log_sigmoid_op(x):
     value = _log_sigmoid_value(x0)
 
     def grad(dy):
-        t_x = tf.where(tf.math.is_inf(x0), tf.zeros_like(x0), x - x0)
-        x_last = _nan_free_gradient(x0 + t_x / 2.0)
+        x0 = tf.stop_gradient(x)
+        t_x = tf.where(tf.math.is_inf(x0), tf.zeros_like(x0), tf.math.subtract(x, x0))
+        x_last = _nan_free_gradient(tf.math.add(x0, tf.math.truediv(t_x, 2.0)))
         d_x, d_xx = _log_sigmoid_jet(x0, x_last)
-        g_x = (
-            d_x
-            + tf.math.multiply_no_nan(d_xx, t_x)
-        )
-        return dy * g_x
+        g_x = tf.math.add_n([
+            d_x,
+            tf.math.multiply_no_nan(d_xx, t_x),
+        ])
+        return tf.math.multiply(dy, g_x)
 
     return value, grad
 
@@ -73,9 +74,9 @@ def _log_sigmoid_value(x):
     form (sympy+rules(log_sigmoid,sigmoid)): -softplus(-x)
     measured float32 mean 0.10 / p99 1.0 bits, float64 mean 0.08 / p99 1.0 bits
     """
-    v0 = -x
+    v0 = tf.math.negative(x)
     v1 = tf.math.softplus(v0)
-    value = -v1
+    value = tf.math.negative(v1)
     return value
 
 
@@ -90,13 +91,13 @@ def _log_sigmoid_jet(x0, x_last):
     form (sympy+sigmoid+rules(sigmoid_complement)): -sigmoid(-x)*sigmoid(x)
     measured float32 mean 0.27 / p99 1.6 bits, float64 mean 0.30 / p99 1.6 bits
     """
-    v0 = -x0
+    v0 = tf.math.negative(x0)
     d_x = tf.math.sigmoid(v0)
     v2 = tf.math.sigmoid(x_last)
-    v3 = -x_last
+    v3 = tf.math.negative(x_last)
     v4 = tf.math.sigmoid(v3)
-    v5 = v2 * v4
-    d_xx = -v5
+    v5 = tf.math.multiply(v2, v4)
+    d_xx = tf.math.negative(v5)
     return d_x, d_xx
 
 

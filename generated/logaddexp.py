@@ -57,22 +57,20 @@ def _logaddexp_op(x, y):
     value = _logaddexp_value(x0, y0)
 
     def grad(dy):
-        t_x = tf.where(tf.math.is_inf(x0), tf.zeros_like(x0), x - x0)
-        t_y = tf.where(tf.math.is_inf(y0), tf.zeros_like(y0), y - y0)
-        x_last = _nan_free_gradient(x0 + t_x / 2.0)
-        y_last = _nan_free_gradient(y0 + t_y / 2.0)
+        x0 = tf.stop_gradient(x)
+        y0 = tf.stop_gradient(y)
+        t_x = tf.where(tf.math.is_inf(x0), tf.zeros_like(x0), tf.math.subtract(x, x0))
+        t_y = tf.where(tf.math.is_inf(y0), tf.zeros_like(y0), tf.math.subtract(y, y0))
+        x_last = _nan_free_gradient(tf.math.add(x0, tf.math.truediv(t_x, 2.0)))
+        y_last = _nan_free_gradient(tf.math.add(y0, tf.math.truediv(t_y, 2.0)))
         d_x, d_y, d_xx, d_xy, d_yy = _logaddexp_jet(x0, y0, x_last, y_last)
-        g_x = (
-            d_x
-            + tf.math.multiply_no_nan(d_xx, t_x)
-            + tf.math.multiply_no_nan(d_xy, t_y)
-        )
-        g_y = (
-            d_y
-            + tf.math.multiply_no_nan(d_xy, t_x)
-            + tf.math.multiply_no_nan(d_yy, t_y)
-        )
-        return _sum_to(dy * g_x, x), _sum_to(dy * g_y, y)
+        g_x = d_x
+        g_x = tf.math.add(g_x, tf.math.multiply_no_nan(d_xx, t_x))
+        g_x = tf.math.add(g_x, tf.math.multiply_no_nan(d_xy, t_y))
+        g_y = d_y
+        g_y = tf.math.add(g_y, tf.math.multiply_no_nan(d_xy, t_x))
+        g_y = tf.math.add(g_y, tf.math.multiply_no_nan(d_yy, t_y))
+        return _sum_to(tf.math.multiply(dy, g_x), x), _sum_to(tf.math.multiply(dy, g_y), y)
 
     return value, grad
 
@@ -84,12 +82,12 @@ def _logaddexp_value(x, y):
     form (sympy+rules(logaddexp)): softplus(-Abs(x - y)) + Max(x, y)
     measured float32 mean 0.10 / p99 1.0 bits, float64 mean 0.09 / p99 1.0 bits
     """
-    v0 = x - y
+    v0 = tf.math.subtract(x, y)
     v1 = tf.math.abs(v0)
-    v2 = -v1
+    v2 = tf.math.negative(v1)
     v3 = tf.math.softplus(v2)
     v4 = tf.math.maximum(x, y)
-    value = v3 + v4
+    value = tf.math.add(v3, v4)
     return value
 
 
@@ -116,16 +114,16 @@ def _logaddexp_jet(x0, y0, x_last, y_last):
     form (sympy+difference sigmoid+rules(sigmoid_complement)): sigmoid(-x + y)*sigmoid(x - y)
     measured float32 mean 0.40 / p99 4.0 bits, float64 mean 0.65 / p99 7.0 bits
     """
-    v0 = x0 - y0
+    v0 = tf.math.subtract(x0, y0)
     d_x = tf.math.sigmoid(v0)
-    v2 = y0 - x0
+    v2 = tf.math.subtract(y0, x0)
     d_y = tf.math.sigmoid(v2)
-    v4 = x_last - y_last
+    v4 = tf.math.subtract(x_last, y_last)
     v5 = tf.math.sigmoid(v4)
-    v6 = y_last - x_last
+    v6 = tf.math.subtract(y_last, x_last)
     v7 = tf.math.sigmoid(v6)
-    d_xx = v5 * v7
-    d_xy = -d_xx
+    d_xx = tf.math.multiply(v5, v7)
+    d_xy = tf.math.negative(d_xx)
     d_yy = d_xx
     return d_x, d_y, d_xx, d_xy, d_yy
 

@@ -54,14 +54,15 @@ def _logit_op(p):
     value = _logit_value(p0)
 
     def grad(dy):
-        t_p = tf.where(tf.math.is_inf(p0), tf.zeros_like(p0), p - p0)
-        p_last = _nan_free_gradient(p0 + t_p / 2.0)
+        p0 = tf.stop_gradient(p)
+        t_p = tf.where(tf.math.is_inf(p0), tf.zeros_like(p0), tf.math.subtract(p, p0))
+        p_last = _nan_free_gradient(tf.math.add(p0, tf.math.truediv(t_p, 2.0)))
         d_p, d_pp = _logit_jet(p0, p_last)
-        g_p = (
-            d_p
-            + tf.math.multiply_no_nan(d_pp, t_p)
-        )
-        return dy * g_p
+        g_p = tf.math.add_n([
+            d_p,
+            tf.math.multiply_no_nan(d_pp, t_p),
+        ])
+        return tf.math.multiply(dy, g_p)
 
     return value, grad
 
@@ -74,7 +75,7 @@ def _logit_value(p):
     measured float32 mean 0.10 / p99 1.6 bits, float64 mean 0.06 / p99 1.0 bits
     """
     v0 = 1.0 - p
-    v1 = p / v0
+    v1 = tf.math.truediv(p, v0)
     value = tf.math.log(v1)
     return value
 
@@ -91,19 +92,19 @@ def _logit_jet(p0, p_last):
     form (factor+reciprocal powers): (2*p - 1)*(1/p)**2*(1/(p - 1))**2
     measured float32 mean 0.61 / p99 2.0 bits, float64 mean 0.57 / p99 2.0 bits
     """
-    v0 = p0 - 1.0
-    v1 = p0 * v0
+    v0 = tf.math.subtract(p0, 1.0)
+    v1 = tf.math.multiply(p0, v0)
     v2 = 1.0 / v1
-    d_p = -v2
-    v4 = 2.0 * p_last
-    v5 = v4 - 1.0
+    d_p = tf.math.negative(v2)
+    v4 = tf.math.multiply(p_last, 2.0)
+    v5 = tf.math.subtract(v4, 1.0)
     v6 = 1.0 / p_last
     v7 = tf.math.square(v6)
-    v8 = v5 * v7
-    v9 = p_last - 1.0
+    v8 = tf.math.multiply(v5, v7)
+    v9 = tf.math.subtract(p_last, 1.0)
     v10 = 1.0 / v9
     v11 = tf.math.square(v10)
-    d_pp = v8 * v11
+    d_pp = tf.math.multiply(v8, v11)
     return d_p, d_pp
 
 

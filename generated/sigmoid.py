@@ -54,15 +54,17 @@ def _sigmoid_op(x):
     value = _sigmoid_value(x0)
 
     def grad(dy):
-        t_x = tf.where(tf.math.is_inf(x0), tf.zeros_like(x0), x - x0)
-        x_last = _nan_free_gradient(x0 + t_x / 3.0)
+        x0 = tf.stop_gradient(x)
+        t_x = tf.where(tf.math.is_inf(x0), tf.zeros_like(x0), tf.math.subtract(x, x0))
+        x_last = _nan_free_gradient(tf.math.add(x0, tf.math.truediv(t_x, 3.0)))
+        q_x = tf.math.square(tf.math.multiply(t_x, 0.5))
         d_x, d_xx, d_xxx = _sigmoid_jet(x0, x_last)
-        g_x = (
-            d_x
-            + tf.math.multiply_no_nan(d_xx, t_x)
-            + tf.math.multiply_no_nan(d_xxx * 2.0, tf.math.square(t_x * 0.5))
-        )
-        return dy * g_x
+        g_x = tf.math.add_n([
+            d_x,
+            tf.math.multiply_no_nan(d_xx, t_x),
+            tf.math.multiply_no_nan(tf.math.multiply(d_xxx, 2.0), q_x),
+        ])
+        return tf.math.multiply(dy, g_x)
 
     return value, grad
 
@@ -96,23 +98,23 @@ def _sigmoid_jet(x0, x_last):
     measured float32 mean 0.59 / p99 3.6 bits, float64 mean 0.80 / p99 3.6 bits
     """
     v0 = tf.math.sigmoid(x0)
-    v1 = -x0
+    v1 = tf.math.negative(x0)
     v2 = tf.math.sigmoid(v1)
-    d_x = v0 * v2
-    v4 = 0.5 * x0
+    d_x = tf.math.multiply(v0, v2)
+    v4 = tf.math.multiply(x0, 0.5)
     v5 = tf.math.tanh(v4)
-    v6 = d_x * v5
-    d_xx = -v6
+    v6 = tf.math.multiply(d_x, v5)
+    d_xx = tf.math.negative(v6)
     v8 = tf.math.sigmoid(x_last)
     v9 = tf.math.square(v8)
-    v10 = 6.0 * v9
-    v11 = 1.0 + v10
-    v12 = 6.0 * v8
-    v13 = v11 - v12
-    v14 = v13 * v8
-    v15 = -x_last
+    v10 = tf.math.multiply(v9, 6.0)
+    v11 = tf.math.add(v10, 1.0)
+    v12 = tf.math.multiply(v8, 6.0)
+    v13 = tf.math.subtract(v11, v12)
+    v14 = tf.math.multiply(v13, v8)
+    v15 = tf.math.negative(x_last)
     v16 = tf.math.sigmoid(v15)
-    d_xxx = v14 * v16
+    d_xxx = tf.math.multiply(v14, v16)
     return d_x, d_xx, d_xxx
 
 

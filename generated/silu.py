@@ -54,14 +54,15 @@ def _silu_op(x):
     value = _silu_value(x0)
 
     def grad(dy):
-        t_x = tf.where(tf.math.is_inf(x0), tf.zeros_like(x0), x - x0)
-        x_last = _nan_free_gradient(x0 + t_x / 2.0)
+        x0 = tf.stop_gradient(x)
+        t_x = tf.where(tf.math.is_inf(x0), tf.zeros_like(x0), tf.math.subtract(x, x0))
+        x_last = _nan_free_gradient(tf.math.add(x0, tf.math.truediv(t_x, 2.0)))
         d_x, d_xx = _silu_jet(x0, x_last)
-        g_x = (
-            d_x
-            + tf.math.multiply_no_nan(d_xx, t_x)
-        )
-        return dy * g_x
+        g_x = tf.math.add_n([
+            d_x,
+            tf.math.multiply_no_nan(d_xx, t_x),
+        ])
+        return tf.math.multiply(dy, g_x)
 
     return value, grad
 
@@ -79,53 +80,43 @@ def _silu_value(x):
     measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.10 / p99 1.0 bits (float32
         computed in float64)
     """
-    v0 = tf.math.minimum(x, -700.0)
-    v1 = tf.math.sign(v0)
-    v2 = tf.math.abs(v0)
-    v3 = tf.math.exp(v0)
-    v4 = 1.0 + v3
-    v5 = v2 / v4
-    v6 = tf.math.log(v5)
-    v7 = v0 + v6
-    v8 = tf.math.exp(v7)
-    v9 = v1 * v8
-    v10 = tf.clip_by_value(x, -700.0, -0.25979659)
-    v11 = -v10
-    v12 = tf.math.exp(v11)
-    v13 = 1.0 + v12
-    v14 = v10 / v13
-    v15 = tf.clip_by_value(x, -0.25979659, -2.16e-16)
-    v16 = tf.math.square(v15)
-    v17 = 2.192460959822071e-07 * v16
-    v18 = v17 - 2.1638758617925286e-06
-    v19 = v16 * v18
-    v20 = 2.1356922398589065e-05 + v19
-    v21 = v16 * v20
-    v22 = v21 - 0.00021081349206349207
-    v23 = v16 * v22
-    v24 = 0.0020833333333333333 + v23
-    v25 = v16 * v24
-    v26 = v25 - 0.020833333333333332
-    v27 = v16 * v26
-    v28 = 0.25 + v27
-    v29 = v15 * v28
-    v30 = 0.5 + v29
-    v31 = v15 * v30
-    v32 = tf.clip_by_value(x, -2.16e-16, 0.46)
-    v33 = -v32
-    v34 = tf.math.exp(v33)
-    v35 = 1.0 + v34
-    v36 = v32 / v35
-    v37 = tf.math.maximum(x, 0.46)
-    v38 = -v37
-    v39 = tf.math.sigmoid(v38)
-    v40 = v39 - 1.0
-    v41 = v37 * v40
-    v42 = -v41
-    v43 = tf.where(x < 0.46, v36, v42)
-    v44 = tf.where(x < -2.16e-16, v31, v43)
-    v45 = tf.where(x < -0.25979659, v14, v44)
-    value = tf.where(x < -700.0, v9, v45)
+    v0 = tf.math.sign(x)
+    v1 = tf.math.abs(x)
+    v2 = tf.math.exp(x)
+    v3 = tf.math.add(v2, 1.0)
+    v4 = tf.math.truediv(v1, v3)
+    v5 = tf.math.log(v4)
+    v6 = tf.math.add(x, v5)
+    v7 = tf.math.exp(v6)
+    v8 = tf.math.multiply(v0, v7)
+    v9 = tf.math.negative(x)
+    v10 = tf.math.exp(v9)
+    v11 = tf.math.add(v10, 1.0)
+    v12 = tf.math.truediv(x, v11)
+    v13 = tf.math.square(x)
+    v14 = tf.math.multiply(v13, 2.192460959822071e-07)
+    v15 = tf.math.subtract(v14, 2.1638758617925286e-06)
+    v16 = tf.math.multiply(v13, v15)
+    v17 = tf.math.add(v16, 2.1356922398589065e-05)
+    v18 = tf.math.multiply(v13, v17)
+    v19 = tf.math.subtract(v18, 0.00021081349206349207)
+    v20 = tf.math.multiply(v13, v19)
+    v21 = tf.math.add(v20, 0.0020833333333333333)
+    v22 = tf.math.multiply(v13, v21)
+    v23 = tf.math.subtract(v22, 0.020833333333333332)
+    v24 = tf.math.multiply(v13, v23)
+    v25 = tf.math.add(v24, 0.25)
+    v26 = tf.math.multiply(x, v25)
+    v27 = tf.math.add(v26, 0.5)
+    v28 = tf.math.multiply(x, v27)
+    v29 = tf.math.sigmoid(v9)
+    v30 = tf.math.subtract(v29, 1.0)
+    v31 = tf.math.multiply(x, v30)
+    v32 = tf.math.negative(v31)
+    v33 = tf.where(tf.math.less(x, 0.46), v12, v32)
+    v34 = tf.where(tf.math.less(x, -2.16e-16), v28, v33)
+    v35 = tf.where(tf.math.less(x, -0.25979659), v12, v34)
+    value = tf.where(tf.math.less(x, -700.0), v8, v35)
     return value
 
 
@@ -153,91 +144,73 @@ def _silu_jet(x0, x_last):
     measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.25 / p99 1.6 bits (float32
         computed in float64)
     """
-    v0 = tf.math.minimum(x0, -1.21)
-    v1 = tf.math.sigmoid(v0)
-    v2 = v0 * v1
-    v3 = v2 - 1.0
-    v4 = v3 - v0
-    v5 = v4 * v1
-    v6 = -v5
-    v7 = tf.clip_by_value(x0, -1.21, -0.8021)
-    v8 = -v7
-    v9 = tf.math.sigmoid(v8)
-    v10 = v7 * v9
-    v11 = 1.0 + v10
-    v12 = tf.math.sigmoid(v7)
-    v13 = v11 * v12
-    v14 = tf.clip_by_value(x0, -0.8021, -0.0023021)
-    v15 = -v14
-    v16 = tf.math.exp(v15)
-    v17 = v14 * v16
-    v18 = tf.math.sigmoid(v14)
-    v19 = tf.math.square(v18)
-    v20 = v17 * v19
-    v21 = v20 + v18
-    v22 = tf.clip_by_value(x0, -0.0023021, -4.482e-07)
-    v23 = -v22
+    v0 = tf.math.sigmoid(x0)
+    v1 = tf.math.multiply(x0, v0)
+    v2 = tf.math.subtract(v1, 1.0)
+    v3 = tf.math.subtract(v2, x0)
+    v4 = tf.math.multiply(v3, v0)
+    v5 = tf.math.negative(v4)
+    v6 = tf.math.negative(x0)
+    v7 = tf.math.sigmoid(v6)
+    v8 = tf.math.multiply(x0, v7)
+    v9 = tf.math.add(v8, 1.0)
+    v10 = tf.math.multiply(v9, v0)
+    v11 = tf.math.exp(v6)
+    v12 = tf.math.multiply(x0, v11)
+    v13 = tf.math.square(v0)
+    v14 = tf.math.multiply(v12, v13)
+    v15 = tf.math.add(v14, v0)
+    v16 = tf.math.multiply(v1, v7)
+    v17 = tf.math.add(v16, v0)
+    v18 = tf.where(tf.math.less(x0, -4.482e-07), v10, v17)
+    v19 = tf.where(tf.math.less(x0, -0.0023021), v15, v18)
+    v20 = tf.where(tf.math.less(x0, -0.8021), v10, v19)
+    d_x = tf.where(tf.math.less(x0, -1.21), v5, v20)
+    v22 = tf.math.add(tf.zeros_like(x_last), 0.0)
+    v23 = tf.clip_by_value(x_last, -1.7014118346046923e+38, -0.85972140045)
     v24 = tf.math.sigmoid(v23)
-    v25 = v22 * v24
-    v26 = 1.0 + v25
-    v27 = tf.math.sigmoid(v22)
-    v28 = v26 * v27
-    v29 = tf.math.maximum(x0, -4.482e-07)
-    v30 = tf.math.sigmoid(v29)
-    v31 = v29 * v30
-    v32 = -v29
-    v33 = tf.math.sigmoid(v32)
-    v34 = v31 * v33
-    v35 = v34 + v30
-    v36 = tf.where(x0 < -4.482e-07, v28, v35)
-    v37 = tf.where(x0 < -0.0023021, v21, v36)
-    v38 = tf.where(x0 < -0.8021, v13, v37)
-    d_x = tf.where(x0 < -1.21, v6, v38)
-    v40 = tf.zeros_like(x_last) + 0.0
-    v41 = tf.clip_by_value(x_last, -1.7014118346046923e+38, -0.85972140045)
-    v42 = tf.math.sigmoid(v41)
-    v43 = v42 - 1.0
-    v44 = 2.0 * v41
-    v45 = v44 * v42
-    v46 = v45 - 2.0
-    v47 = v46 - v41
-    v48 = v43 * v47
-    v49 = v48 * v42
-    v50 = tf.clip_by_value(x_last, -0.85972140045, -8.2e-17)
-    v51 = -v50
-    v52 = tf.math.sigmoid(v51)
-    v53 = v52 - 1.0
-    v54 = 2.0 * v50
-    v55 = v54 * v52
-    v56 = 2.0 + v55
-    v57 = v56 - v50
-    v58 = v53 * v57
-    v59 = v58 * v52
-    v60 = -v59
-    v61 = tf.clip_by_value(x_last, -8.2e-17, 0.51976037)
-    v62 = tf.math.sigmoid(v61)
-    v63 = v62 - 1.0
-    v64 = 2.0 * v61
-    v65 = v64 * v62
-    v66 = v65 - 2.0
-    v67 = v66 - v61
-    v68 = v63 * v67
-    v69 = v68 * v62
-    v70 = tf.math.maximum(x_last, 0.51976037)
-    v71 = -v70
-    v72 = tf.math.sigmoid(v71)
-    v73 = v72 - 1.0
-    v74 = 2.0 * v70
-    v75 = v74 * v72
-    v76 = 2.0 + v75
-    v77 = v76 - v70
-    v78 = v73 * v77
-    v79 = v78 * v72
-    v80 = -v79
-    v81 = tf.where(x_last < 0.51976037, v69, v80)
-    v82 = tf.where(x_last < -8.2e-17, v60, v81)
-    v83 = tf.where(x_last < -0.85972140045, v49, v82)
-    d_xx = tf.where(x_last < -1.7014118346046923e+38, v40, v83)
+    v25 = tf.math.subtract(v24, 1.0)
+    v26 = tf.math.multiply(v23, 2.0)
+    v27 = tf.math.multiply(v26, v24)
+    v28 = tf.math.subtract(v27, 2.0)
+    v29 = tf.math.subtract(v28, v23)
+    v30 = tf.math.multiply(v25, v29)
+    v31 = tf.math.multiply(v30, v24)
+    v32 = tf.clip_by_value(x_last, -0.85972140045, -8.2e-17)
+    v33 = tf.math.negative(v32)
+    v34 = tf.math.sigmoid(v33)
+    v35 = tf.math.subtract(v34, 1.0)
+    v36 = tf.math.multiply(v32, 2.0)
+    v37 = tf.math.multiply(v36, v34)
+    v38 = tf.math.add(v37, 2.0)
+    v39 = tf.math.subtract(v38, v32)
+    v40 = tf.math.multiply(v35, v39)
+    v41 = tf.math.multiply(v40, v34)
+    v42 = tf.math.negative(v41)
+    v43 = tf.clip_by_value(x_last, -8.2e-17, 0.51976037)
+    v44 = tf.math.sigmoid(v43)
+    v45 = tf.math.subtract(v44, 1.0)
+    v46 = tf.math.multiply(v43, 2.0)
+    v47 = tf.math.multiply(v46, v44)
+    v48 = tf.math.subtract(v47, 2.0)
+    v49 = tf.math.subtract(v48, v43)
+    v50 = tf.math.multiply(v45, v49)
+    v51 = tf.math.multiply(v50, v44)
+    v52 = tf.math.maximum(x_last, 0.51976037)
+    v53 = tf.math.negative(v52)
+    v54 = tf.math.sigmoid(v53)
+    v55 = tf.math.subtract(v54, 1.0)
+    v56 = tf.math.multiply(v52, 2.0)
+    v57 = tf.math.multiply(v56, v54)
+    v58 = tf.math.add(v57, 2.0)
+    v59 = tf.math.subtract(v58, v52)
+    v60 = tf.math.multiply(v55, v59)
+    v61 = tf.math.multiply(v60, v54)
+    v62 = tf.math.negative(v61)
+    v63 = tf.where(tf.math.less(x_last, 0.51976037), v51, v62)
+    v64 = tf.where(tf.math.less(x_last, -8.2e-17), v42, v63)
+    v65 = tf.where(tf.math.less(x_last, -0.85972140045), v31, v64)
+    d_xx = tf.where(tf.math.less(x_last, -1.7014118346046923e+38), v22, v65)
     return d_x, d_xx
 
 

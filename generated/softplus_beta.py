@@ -56,14 +56,15 @@ def _softplus_beta_op(x, beta):
     value = _softplus_beta_value(x0, beta)
 
     def grad(dy):
-        t_x = tf.where(tf.math.is_inf(x0), tf.zeros_like(x0), x - x0)
-        x_last = _nan_free_gradient(x0 + t_x / 2.0)
+        x0 = tf.stop_gradient(x)
+        t_x = tf.where(tf.math.is_inf(x0), tf.zeros_like(x0), tf.math.subtract(x, x0))
+        x_last = _nan_free_gradient(tf.math.add(x0, tf.math.truediv(t_x, 2.0)))
         d_x, d_xx = _softplus_beta_jet(x0, x_last, beta)
-        g_x = (
-            d_x
-            + tf.math.multiply_no_nan(d_xx, t_x)
-        )
-        return dy * g_x, None
+        g_x = tf.math.add_n([
+            d_x,
+            tf.math.multiply_no_nan(d_xx, t_x),
+        ])
+        return tf.math.multiply(dy, g_x), None
 
     return value, grad
 
@@ -75,9 +76,9 @@ def _softplus_beta_value(x, beta):
     form (sympy+rules(log1p,softplus)): softplus(beta*x)/beta
     measured float32 mean 0.10 / p99 1.0 bits, float64 mean 0.08 / p99 1.0 bits
     """
-    v0 = beta * x
+    v0 = tf.math.multiply(beta, x)
     v1 = tf.math.softplus(v0)
-    value = v1 / beta
+    value = tf.math.truediv(v1, beta)
     return value
 
 
@@ -92,14 +93,14 @@ def _softplus_beta_jet(x0, x_last, beta):
     form (sympy+sigmoid+rules(sigmoid_complement)): beta*sigmoid(-beta*x)*sigmoid(beta*x)
     measured float32 mean 0.27 / p99 1.6 bits, float64 mean 0.30 / p99 1.6 bits
     """
-    v0 = beta * x0
+    v0 = tf.math.multiply(beta, x0)
     d_x = tf.math.sigmoid(v0)
-    v2 = beta * x_last
+    v2 = tf.math.multiply(beta, x_last)
     v3 = tf.math.sigmoid(v2)
-    v4 = beta * v3
-    v5 = -v2
+    v4 = tf.math.multiply(beta, v3)
+    v5 = tf.math.negative(v2)
     v6 = tf.math.sigmoid(v5)
-    d_xx = v4 * v6
+    d_xx = tf.math.multiply(v4, v6)
     return d_x, d_xx
 
 

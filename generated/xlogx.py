@@ -54,14 +54,15 @@ def _xlogx_op(x):
     value = _xlogx_value(x0)
 
     def grad(dy):
-        t_x = tf.where(tf.math.is_inf(x0), tf.zeros_like(x0), x - x0)
-        x_last = _nan_free_gradient(x0 + t_x / 2.0)
+        x0 = tf.stop_gradient(x)
+        t_x = tf.where(tf.math.is_inf(x0), tf.zeros_like(x0), tf.math.subtract(x, x0))
+        x_last = _nan_free_gradient(tf.math.add(x0, tf.math.truediv(t_x, 2.0)))
         d_x, d_xx = _xlogx_jet(x0, x_last)
-        g_x = (
-            d_x
-            + tf.math.multiply_no_nan(d_xx, t_x)
-        )
-        return dy * g_x
+        g_x = tf.math.add_n([
+            d_x,
+            tf.math.multiply_no_nan(d_xx, t_x),
+        ])
+        return tf.math.multiply(dy, g_x)
 
     return value, grad
 
@@ -74,11 +75,10 @@ def _xlogx_value(x):
         [2.2250738585072014e-308, inf): x*log(x)
     measured float32 mean 0.27 / p99 1.0 bits, float64 mean 0.26 / p99 1.0 bits
     """
-    v0 = tf.zeros_like(x) + 0.0
-    v1 = tf.math.maximum(x, 2.2250738585072014e-308)
-    v2 = tf.math.log(v1)
-    v3 = v1 * v2
-    value = tf.where(x < 2.2250738585072014e-308, v0, v3)
+    v0 = tf.math.add(tf.zeros_like(x), 0.0)
+    v1 = tf.math.log(x)
+    v2 = tf.math.multiply(x, v1)
+    value = tf.where(tf.math.less(x, 2.2250738585072014e-308), v0, v2)
     return value
 
 
@@ -94,7 +94,7 @@ def _xlogx_jet(x0, x_last):
     measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.00 / p99 0.0 bits
     """
     v0 = tf.math.log(x0)
-    d_x = 1.0 + v0
+    d_x = tf.math.add(v0, 1.0)
     d_xx = 1.0 / x_last
     return d_x, d_xx
 

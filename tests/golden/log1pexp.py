@@ -54,15 +54,17 @@ def _log1pexp_op(x):
     value = _log1pexp_value(x0)
 
     def grad(dy):
-        t_x = tf.where(tf.math.is_inf(x0), tf.zeros_like(x0), x - x0)
-        x_last = _nan_free_gradient(x0 + t_x / 3.0)
+        x0 = tf.stop_gradient(x)
+        t_x = tf.where(tf.math.is_inf(x0), tf.zeros_like(x0), tf.math.subtract(x, x0))
+        x_last = _nan_free_gradient(tf.math.add(x0, tf.math.truediv(t_x, 3.0)))
+        q_x = tf.math.square(tf.math.multiply(t_x, 0.5))
         d_x, d_xx, d_xxx = _log1pexp_jet(x0, x_last)
-        g_x = (
-            d_x
-            + tf.math.multiply_no_nan(d_xx, t_x)
-            + tf.math.multiply_no_nan(d_xxx * 2.0, tf.math.square(t_x * 0.5))
-        )
-        return dy * g_x
+        g_x = tf.math.add_n([
+            d_x,
+            tf.math.multiply_no_nan(d_xx, t_x),
+            tf.math.multiply_no_nan(tf.math.multiply(d_xxx, 2.0), q_x),
+        ])
+        return tf.math.multiply(dy, g_x)
 
     return value, grad
 
@@ -94,17 +96,17 @@ def _log1pexp_jet(x0, x_last):
     measured float32 mean 0.26 / p99 1.6 bits, float64 mean 0.29 / p99 1.6 bits
     """
     d_x = tf.math.sigmoid(x0)
-    v1 = -x0
+    v1 = tf.math.negative(x0)
     v2 = tf.math.sigmoid(v1)
-    d_xx = d_x * v2
+    d_xx = tf.math.multiply(d_x, v2)
     v4 = tf.math.sigmoid(x_last)
-    v5 = -x_last
+    v5 = tf.math.negative(x_last)
     v6 = tf.math.sigmoid(v5)
-    v7 = v4 * v6
-    v8 = 0.5 * x_last
+    v7 = tf.math.multiply(v4, v6)
+    v8 = tf.math.multiply(x_last, 0.5)
     v9 = tf.math.tanh(v8)
-    v10 = v7 * v9
-    d_xxx = -v10
+    v10 = tf.math.multiply(v7, v9)
+    d_xxx = tf.math.negative(v10)
     return d_x, d_xx, d_xxx
 
 
