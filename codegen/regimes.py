@@ -21,7 +21,10 @@ import numpy as np
 from codegen.lower import Regimes
 
 MAX_PIECES = 5
-PIECE_PENALTY = 4.0
+PIECE_PENALTY = 8.0
+# Errors of a few ulps cost nothing: pieces are added to remove real errors, not to shave
+# tenths of a bit off the mean at the price of more ops and selects.
+COST_FLOOR = 3.0
 MAX_FORMS = 8
 
 
@@ -35,12 +38,17 @@ def _merged(bits: dict, points: dict, labels: list[str]) -> tuple[np.ndarray, np
     xs, costs = [], []
     for dtype, pts in points.items():
         xs.append(pts[:, 0].astype(np.float64))
-        rows = [np.nan_to_num(bits[label][dtype], nan=0.0) for label in labels]
+        rows = [_cost(bits[label][dtype]) for label in labels]
         costs.append(np.stack(rows))
     x = np.concatenate(xs)
     cost = np.concatenate(costs, axis=1)
     order = np.argsort(x, kind="stable")
     return x[order], cost[:, order]
+
+
+def _cost(bits: np.ndarray) -> np.ndarray:
+    bits = np.nan_to_num(bits, nan=0.0)
+    return np.where(bits > COST_FLOOR, bits, 0.0)
 
 
 def _split_points(n_pieces: int, x: np.ndarray, cost: np.ndarray) -> list[tuple[int, int]]:
