@@ -205,11 +205,7 @@ def _backward(forms: StableForms) -> list[str]:
     spec = forms.spec
     args, order = spec.args, spec.order
     lines = [f"{names.stopped(a)} = tf.stop_gradient({a})" for a in args]
-    lines += [
-        f"{names.tangent(a)} = tf.where(tf.math.is_inf({names.stopped(a)}), "
-        f"tf.zeros_like({names.stopped(a)}), tf.math.subtract({a}, {names.stopped(a)}))"
-        for a in args
-    ]
+    lines += [f"{names.tangent(a)} = _zero_tangent({a})" for a in args]
     lines += [
         f"{names.shifted(a)} = _nan_free_gradient(tf.math.add({names.stopped(a)}, "
         f"tf.math.truediv({names.tangent(a)}, {float(order)!r})))"
@@ -376,6 +372,7 @@ def _context(forms: StableForms) -> dict:
         "helpers": [
             render("helper_float_inputs.py.j2", {}).rstrip("\n"),
             render("helper_nan_free_gradient.py.j2", {}).rstrip("\n"),
+            render("helper_zero_tangent.py.j2", {}).rstrip("\n"),
         ]
         + ([render("helper_sum_to.py.j2", {}).rstrip("\n")] if len(args) > 1 else []),
     }

@@ -59,8 +59,8 @@ def _hypot_op(x, y):
     def grad(dy):
         x0 = tf.stop_gradient(x)
         y0 = tf.stop_gradient(y)
-        t_x = tf.where(tf.math.is_inf(x0), tf.zeros_like(x0), tf.math.subtract(x, x0))
-        t_y = tf.where(tf.math.is_inf(y0), tf.zeros_like(y0), tf.math.subtract(y, y0))
+        t_x = _zero_tangent(x)
+        t_y = _zero_tangent(y)
         x_last = _nan_free_gradient(tf.math.add(x0, tf.math.truediv(t_x, 2.0)))
         y_last = _nan_free_gradient(tf.math.add(y0, tf.math.truediv(t_y, 2.0)))
         d_x, d_y, d_xx, d_xy, d_yy = _hypot_jet(x0, y0, x_last, y_last)
@@ -180,6 +180,19 @@ def _nan_free_gradient(x):
         return tf.where(tf.math.is_nan(dy), tf.zeros_like(dy), dy)
 
     return tf.identity(x), grad
+
+
+@tf.custom_gradient
+def _zero_tangent(x):
+    """Zero with derivative one: the jet's t = x - stop_gradient(x), also at ±inf.
+
+    A literal zero lets XLA fold the jet's higher terms out of a first derivative.
+    """
+
+    def grad(dy):
+        return dy
+
+    return tf.zeros_like(x), grad
 
 
 def _sum_to(grad, like):

@@ -55,7 +55,7 @@ def _logit_op(p):
 
     def grad(dy):
         p0 = tf.stop_gradient(p)
-        t_p = tf.where(tf.math.is_inf(p0), tf.zeros_like(p0), tf.math.subtract(p, p0))
+        t_p = _zero_tangent(p)
         p_last = _nan_free_gradient(tf.math.add(p0, tf.math.truediv(t_p, 2.0)))
         d_p, d_pp = _logit_jet(p0, p_last)
         g_p = tf.math.add_n([
@@ -138,3 +138,16 @@ def _nan_free_gradient(x):
         return tf.where(tf.math.is_nan(dy), tf.zeros_like(dy), dy)
 
     return tf.identity(x), grad
+
+
+@tf.custom_gradient
+def _zero_tangent(x):
+    """Zero with derivative one: the jet's t = x - stop_gradient(x), also at ±inf.
+
+    A literal zero lets XLA fold the jet's higher terms out of a first derivative.
+    """
+
+    def grad(dy):
+        return dy
+
+    return tf.zeros_like(x), grad
