@@ -103,6 +103,13 @@ def simplest_between(lo: float, hi: float) -> float:
     return hi
 
 
+def _representable(bound: float) -> float:
+    """A bound every dtype can hold: one below float32's smallest normal would round to 0 in
+    float32 (the split at 0 then vanishes there), so it moves out to that smallest normal."""
+    tiny = float(np.finfo(np.float32).tiny)
+    return math.copysign(tiny, bound) if 0.0 < abs(bound) < tiny else bound
+
+
 def best_regimes(tried, bits: dict, points: dict, arg) -> RegimeChoice | None:
     """The best piecewise combination of the measured candidates, or None."""
     ranked = sorted(tried, key=lambda c: sum(np.nansum(bits[c.label][d]) for d in points))
@@ -118,7 +125,9 @@ def best_regimes(tried, bits: dict, points: dict, arg) -> RegimeChoice | None:
         merged.append((start, form))
     if len(merged) < 2:
         return None
-    bounds = tuple(simplest_between(x[start - 1], x[start]) for start, _ in merged[1:])
+    bounds = tuple(
+        _representable(simplest_between(x[start - 1], x[start])) for start, _ in merged[1:]
+    )
     chosen = tuple(forms[labels[form]] for _, form in merged)
     label = " | ".join(labels[form] for _, form in merged)
     return RegimeChoice(label, Regimes(arg, bounds, chosen))

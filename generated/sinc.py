@@ -13,7 +13,7 @@ __all__ = ["sinc"]
 _COMPUTE_DTYPES = {
     tf.float16: tf.float32,
     tf.bfloat16: tf.float32,
-    tf.float32: tf.float64,
+    tf.float32: tf.float32,
     tf.float64: tf.float64,
 }
 
@@ -32,7 +32,7 @@ def sinc(x):
 
     Returns:
         A tensor of the inputs' dtype. float16 and bfloat16 are computed in
-        float32 and cast back; float32 is computed in float64 (measured necessary).
+        float32 and cast back.
 
     Raises:
         TypeError: if the inputs are not of one floating-point dtype.
@@ -72,11 +72,10 @@ def _sinc_value(x):
 
     f = sin(x)/x
     form (regimes(sympy | series x<16> | sympy)): [-inf, -0.939256132): sin(x)/x; [-0.939256132,
-        2.2250738585072014e-308): x**2*(x**2*(x**2*(x**2*(x**2*(x**2*(1/6227020800 -
+        1.1754943508222875e-38): x**2*(x**2*(x**2*(x**2*(x**2*(x**2*(1/6227020800 -
         x**2/1307674368000) - 1/39916800) + 1/362880) - 1/5040) + 1/120) - 1/6) + 1;
-        [2.2250738585072014e-308, inf): sin(x)/x
-    measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.11 / p99 1.0 bits (float32
-        computed in float64)
+        [1.1754943508222875e-38, inf): sin(x)/x
+    measured float32 mean 0.10 / p99 1.0 bits, float64 mean 0.11 / p99 1.0 bits
     """
     v0 = tf.math.sin(x)
     v1 = tf.math.truediv(v0, x)
@@ -95,7 +94,7 @@ def _sinc_value(x):
     v14 = tf.math.subtract(v13, 0.16666666666666666)
     v15 = tf.math.multiply(v2, v14)
     v16 = tf.math.add(v15, 1.0)
-    v17 = tf.where(tf.math.less(x, 2.2250738585072014e-308), v16, v1)
+    v17 = tf.where(tf.math.less(x, 1.1754943508222875e-38), v16, v1)
     value = tf.where(tf.math.less(x, -0.939256132), v1, v17)
     return value
 
