@@ -112,8 +112,9 @@ def hypot_forms(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
         return []
     out = []
     for label, balanced in (("hypot ratios", False), ("hypot ratios balanced", True)):
-        form = expr.replace(lambda n: n.is_Mul and n.has(hypot),
-                            lambda n, b=balanced: _scaled_by_hypot(n, b))
+        form = expr.replace(
+            lambda n: n.is_Mul and n.has(hypot), lambda n, b=balanced: _scaled_by_hypot(n, b)
+        )
         if form != expr:
             out.append((label, form))
     return out
@@ -121,6 +122,7 @@ def hypot_forms(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
 
 def reciprocal_forms(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
     """b**-k as (1/b)**k: near underflow, 1/b**2 overflows to inf where (1/b)**2 is finite."""
+
     def is_target(n):
         return n.is_Pow and n.exp.is_Integer and n.exp < -1 and not n.base.is_number
 
@@ -184,8 +186,11 @@ def candidates(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[str, sp
     seen: set[str] = set()
     out: list[tuple[str, sp.Expr]] = []
     for label, form in raw:
-        for name, version in ((label, form), *_rules_version(label, form),
-                          *_hypot_version(label, form)):
+        for name, version in (
+            (label, form),
+            *_rules_version(label, form),
+            *_hypot_version(label, form),
+        ):
             key = sp.srepr(version)
             if key not in seen:
                 seen.add(key)

@@ -35,9 +35,15 @@ PRIME = {1: "f'", 2: "f''", 3: "f'''", 4: "f''''"}
 
 def describe_form(form) -> str:
     if isinstance(form, Regimes):
-        lows = ("-inf", *map(repr, form.bounds))
-        highs = (*map(repr, form.bounds), "inf")
-        pieces = [f"[{lo}, {hi}): {sp.sstr(f)}" for lo, hi, f in zip(lows, highs, form.forms)]
+        lows = [
+            "(-inf",
+            *(("(" if form.is_closed(i) else "[") + repr(b) for i, b in enumerate(form.bounds)),
+        ]
+        highs = [
+            *(repr(b) + ("]" if form.is_closed(i) else ")") for i, b in enumerate(form.bounds)),
+            "inf)",
+        ]
+        pieces = [f"{lo}, {hi}: {sp.sstr(f)}" for lo, hi, f in zip(lows, highs, form.forms)]
         return "; ".join(pieces)
     return sp.sstr(form)
 
@@ -147,6 +153,8 @@ def _tf_expr(op: str, operands, rename) -> str:
         return f"tf.clip_by_value({a[0]}, {a[1]}, {a[2]})"
     if op == "fill_like":
         return f"tf.math.add(tf.zeros_like({a[0]}), {a[1]})"
+    if op == "where_less_equal":
+        return f"tf.where(tf.math.less_equal({a[0]}, {a[1]}), {a[2]}, {a[3]})"
     if op == "where_less":
         return f"tf.where(tf.math.less({a[0]}, {a[1]}), {a[2]}, {a[3]})"
     return f"{ALL_FUNCTIONS[op].tf_name}({a[0]})"

@@ -23,11 +23,26 @@ from codegen.functions import by_class, hypot
 
 @dataclass(frozen=True)
 class Regimes:
-    """A piecewise form over one arg: `forms[i]` owns [bounds[i-1], bounds[i])."""
+    """A piecewise form over one arg: `forms[i]` owns [bounds[i-1], bounds[i]).
+
+    `closed[i]` makes bound i belong to the piece below: (.., bounds[i]]. hogen uses it for a
+    split just above 0, where no positive threshold is representable in every dtype.
+    """
 
     arg: sp.Symbol
     bounds: tuple[float, ...]
     forms: tuple[sp.Expr, ...]
+    closed: tuple[bool, ...] = ()
+
+    def is_closed(self, i: int) -> bool:
+        return i < len(self.closed) and self.closed[i]
+
+    def piece_at(self, value: float) -> sp.Expr:
+        """The form that owns `value`."""
+        for i, bound in enumerate(self.bounds):
+            if value < bound or (value == bound and self.is_closed(i)):
+                return self.forms[i]
+        return self.forms[-1]
 
 
 @dataclass(frozen=True)
@@ -134,8 +149,9 @@ def _lower_regimes(b: _Builder, regimes: Regimes, env) -> str | float:
             value = _lower(b, form, env)
         values.append(b.emit("fill_like", x, value) if isinstance(value, float) else value)
     out = values[-1]
-    for bound, value in reversed(list(zip(regimes.bounds, values[:-1]))):
-        out = b.emit("where_less", x, bound, value, out)
+    for i in reversed(range(len(regimes.bounds))):
+        op = "where_less_equal" if regimes.is_closed(i) else "where_less"
+        out = b.emit(op, x, regimes.bounds[i], values[i], out)
     return out
 
 

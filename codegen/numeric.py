@@ -59,6 +59,8 @@ def _apply(op: str, args: list[np.ndarray], dtype) -> np.ndarray:
         out = np.clip(args[0], args[1], args[2])
     elif op == "fill_like":
         out = np.full_like(args[0], args[1])
+    elif op == "where_less_equal":
+        out = np.where(args[0] <= args[1], args[2], args[3])
     elif op == "where_less":
         out = np.where(args[0] < args[1], args[2], args[3])
     else:

@@ -103,11 +103,16 @@ def simplest_between(lo: float, hi: float) -> float:
     return hi
 
 
-def _representable(bound: float) -> float:
-    """A bound every dtype can hold: one below float32's smallest normal would round to 0 in
-    float32 (the split at 0 then vanishes there), so it moves out to that smallest normal."""
-    tiny = float(np.finfo(np.float32).tiny)
-    return math.copysign(tiny, bound) if 0.0 < abs(bound) < tiny else bound
+def _split(lo: float, hi: float) -> tuple[float, bool]:
+    """(bound, closed) for a split between neighbouring samples lo < hi.
+
+    Between 0 and a positive value below float32's smallest normal no threshold survives
+    conversion to float32 (it rounds to 0), so the split becomes `x <= 0` instead.
+    """
+    bound = simplest_between(lo, hi)
+    if lo == 0.0 and 0.0 < bound < float(np.finfo(np.float32).tiny):
+        return 0.0, True
+    return bound, False
 
 
 def best_regimes(tried, bits: dict, points: dict, arg) -> RegimeChoice | None:
@@ -125,9 +130,8 @@ def best_regimes(tried, bits: dict, points: dict, arg) -> RegimeChoice | None:
         merged.append((start, form))
     if len(merged) < 2:
         return None
-    bounds = tuple(
-        _representable(simplest_between(x[start - 1], x[start])) for start, _ in merged[1:]
-    )
+    splits = [_split(x[start - 1], x[start]) for start, _ in merged[1:]]
     chosen = tuple(forms[labels[form]] for _, form in merged)
     label = " | ".join(labels[form] for _, form in merged)
-    return RegimeChoice(label, Regimes(arg, bounds, chosen))
+    bounds, closed = tuple(b for b, _ in splits), tuple(c for _, c in splits)
+    return RegimeChoice(label, Regimes(arg, bounds, chosen, closed))

@@ -101,7 +101,8 @@ def _param_values(spec: Spec) -> dict[sp.Symbol, sp.Expr]:
 
 def _with_params(form, values):
     if isinstance(form, Regimes):
-        return Regimes(form.arg, form.bounds, tuple(f.subs(values) for f in form.forms))
+        forms = tuple(f.subs(values) for f in form.forms)
+        return Regimes(form.arg, form.bounds, forms, form.closed)
     return form.subs(values)
 
 
@@ -194,6 +195,20 @@ def _promoted_figures(form, spec: Spec, samples: _Samples) -> accuracy.Figures:
     return accuracy.figures(approx, samples.exact["float32"], "float32")
 
 
+def _outside_domain(form: Regimes, domain: tuple[float, float], exact: sp.Expr) -> Regimes:
+    """Below and above a finite domain, the derivative as SymPy wrote it: no piece chosen for
+    the domain may claim values there (xlogx(-1) must be NaN, not a zero piece's 0)."""
+    lo, hi = domain
+    bounds, forms = list(form.bounds), list(form.forms)
+    closed = [form.is_closed(i) for i in range(len(bounds))]
+    below = bool(bounds) and (bounds[0] > lo or (bounds[0] == lo and closed[0]))
+    if np.isfinite(lo) and below and forms[0] != exact:
+        bounds, forms, closed = [lo, *bounds], [exact, *forms], [False, *closed]
+    if np.isfinite(hi) and bool(bounds) and bounds[-1] < hi and forms[-1] != exact:
+        bounds, forms, closed = [*bounds, hi], [*forms, exact], [*closed, True]
+    return Regimes(form.arg, tuple(bounds), tuple(forms), tuple(closed))
+
+
 def choose(spec: Spec, partial: Partial, n: int = SAMPLES) -> Choice:
     """Measure every candidate of one partial and return the best, with regimes if needed."""
     samples = _samples(spec, partial.expr, n)
@@ -210,7 +225,8 @@ def choose(spec: Spec, partial: Partial, n: int = SAMPLES) -> Choice:
     if (not best.keeps_promise() or best.blowups) and len(spec.args) == 1:
         regimes = best_regimes(tried, bits, samples.points, spec.arg_symbols[0])
         if regimes is not None:
-            piecewise = measure(f"regimes({regimes.label})", regimes.form, spec, samples)
+            form = _outside_domain(regimes.form, spec.domain[0], partial.expr)
+            piecewise = measure(f"regimes({regimes.label})", form, spec, samples)
             tried.append(piecewise)
             best = min((best, piecewise), key=Candidate.rank)
     promoted = None

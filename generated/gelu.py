@@ -92,7 +92,7 @@ def _gelu_jet(x0, x_last):
 
     f'' = -sqrt(2)*x**2*exp(-x**2/2)/(2*sqrt(pi)) + sqrt(2)*exp(-x**2/2)/sqrt(pi)
     form (regimes(series zero | factor+absorb exp | factor | factor+absorb exp | series zero)):
-        [-inf, -1.8446744073709552e+19): 0; [-1.8446744073709552e+19, -11.154532433): -sign(x**2
+        (-inf, -1.8446744073709552e+19): 0; [-1.8446744073709552e+19, -11.154532433): -sign(x**2
         - 2)*exp(-x**2/2 + log(sqrt(2)*Abs(x**2 - 2)/(2*sqrt(pi)))); [-11.154532433,
         13.2873945): -sqrt(2)*(x**2 - 2)*exp(-x**2/2)/(2*sqrt(pi)); [13.2873945, 37.41937637):
         -sign(x**2 - 2)*exp(-x**2/2 + log(sqrt(2)*Abs(x**2 - 2)/(2*sqrt(pi)))); [37.41937637,

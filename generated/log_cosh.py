@@ -71,7 +71,7 @@ def _log_cosh_value(x):
     """The value of log_cosh.
 
     f = log(cosh(x))
-    form (regimes(sympy+rules(log_cosh) | series x<16> | sympy+rules(log_cosh))): [-inf,
+    form (regimes(sympy+rules(log_cosh) | series x<16> | sympy+rules(log_cosh))): (-inf,
         -0.1952): Abs(x) + softplus(-2*Abs(x)) - log(2); [-0.1952, 0.19):
         x**2*(x**2*(x**2*(x**2*(x**2*(x**2*(10922*x**2/42567525 - 691/935550) + 31/14175) -
         17/2520) + 1/45) - 1/12) + 1/2); [0.19, inf): Abs(x) + softplus(-2*Abs(x)) - log(2)

@@ -71,7 +71,7 @@ def _silu_value(x):
     """The value of silu.
 
     f = x/(1 + exp(-x))
-    form (regimes(cancel+absorb exp | sympy | cancel+absorb exp | sympy)): [-inf, -700.0):
+    form (regimes(cancel+absorb exp | sympy | cancel+absorb exp | sympy)): (-inf, -700.0):
         sign(x)*exp(x + log(Abs(x)/(exp(x) + 1))); [-700.0, -92.05040741): x/(1 + exp(-x));
         [-92.05040741, -90.0): sign(x)*exp(x + log(Abs(x)/(exp(x) + 1))); [-90.0, inf): x/(1 +
         exp(-x))
@@ -106,7 +106,7 @@ def _silu_jet(x0, x_last):
 
     f'' = -x*exp(-x)/(1 + exp(-x))**2 + 2*x*exp(-2*x)/(1 + exp(-x))**3 + 2*exp(-x)/(1 +
         exp(-x))**2
-    form (regimes(series zero | cancel+sigmoid | sympy+sigmoid | series zero)): [-inf,
+    form (regimes(series zero | cancel+sigmoid | sympy+sigmoid | series zero)): (-inf,
         -1.7014118346046923e+38): 0; [-1.7014118346046923e+38, -1.9445): (sigmoid(x) -
         1)*(2*x*sigmoid(x) - x - 2)*sigmoid(x); [-1.9445, 720.0): -(sigmoid(-x) -
         1)*(2*x*sigmoid(-x) - x + 2)*sigmoid(-x); [720.0, inf): 0

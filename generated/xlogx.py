@@ -71,11 +71,15 @@ def _xlogx_value(x):
     """The value of xlogx.
 
     f = x*log(x)
-    form (sympy): x*log(x)
-    measured float32 mean 0.27 / p99 1.0 bits, float64 mean 0.27 / p99 1.0 bits
+    form (regimes(series zero | sympy)): (-inf, 0.0): x*log(x); [0.0, 0.0]: 0; (0.0, inf):
+        x*log(x)
+    measured float32 mean 0.26 / p99 1.0 bits, float64 mean 0.26 / p99 1.0 bits
     """
     v0 = tf.math.log(x)
-    value = tf.math.multiply(x, v0)
+    v1 = tf.math.multiply(x, v0)
+    v2 = tf.math.add(tf.zeros_like(x), 0.0)
+    v3 = tf.where(tf.math.less_equal(x, 0.0), v2, v1)
+    value = tf.where(tf.math.less(x, 0.0), v1, v3)
     return value
 
 

@@ -6,8 +6,6 @@ $HOGEN_CACHE): a cold run takes tens of seconds, a warm one a few.
 
 from __future__ import annotations
 
-import bisect
-
 import numpy as np
 import pytest
 import sympy as sp
@@ -123,7 +121,7 @@ def test_sinc_value_is_a_regimes_form_with_a_series_at_zero(sinc):
     assert value.form.arg == x
     assert list(value.form.bounds) == sorted(value.form.bounds)
     assert len(value.form.forms) == len(value.form.bounds) + 1
-    at_zero = value.form.forms[bisect.bisect_right(value.form.bounds, 0.0)]
+    at_zero = value.form.piece_at(0.0)
     assert at_zero.is_polynomial(x) and not at_zero.has(sp.sin)
     assert at_zero.subs(x, 0) == 1
     assert value.keeps_promise()
