@@ -10,6 +10,11 @@ candidate and keeps the best. Rewrites are exact identities (checked in
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import threading
+import time
+
 import sympy as sp
 
 from codegen.functions import hypot, sigmoid
@@ -17,6 +22,42 @@ from codegen.rules import apply_rules
 
 SIMPLIFY_MAX_OPS = 150
 SERIES_TERMS = (3, 6, 10, 16)
+# SymPy's series has no size bound (exp(exp(x)) to 16 terms runs for minutes): past this
+# many seconds the series candidates are skipped. Typical series take well under a second.
+SERIES_SECONDS = 3.0
+
+
+class _SeriesTimeout(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float):
+    """Raise _SeriesTimeout after `seconds` (main thread on POSIX; elsewhere no limit).
+
+    An alarm already pending (a caller's own limit) is re-armed afterwards with what is left.
+    """
+    if (
+        not hasattr(signal, "setitimer")
+        or threading.current_thread() is not threading.main_thread()
+    ):
+        yield
+        return
+
+    def expire(signum, frame):
+        raise _SeriesTimeout
+
+    outer, _ = signal.getitimer(signal.ITIMER_REAL)
+    previous = signal.signal(signal.SIGALRM, expire)
+    start = time.monotonic()
+    signal.setitimer(signal.ITIMER_REAL, min(seconds, outer) if outer > 0 else seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if outer > 0:
+            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - start), 1e-3))
 
 
 def _algebraic_variants(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
@@ -158,7 +199,8 @@ def series_forms(expr: sp.Expr, arg: sp.Symbol, point: int = 0) -> list[tuple[st
     """Taylor polynomials of `expr` about `point`, several degrees, for cancellation near it."""
     out = []
     try:
-        longest = sp.series(expr, arg, point, max(SERIES_TERMS)).removeO()
+        with _time_limit(SERIES_SECONDS):
+            longest = sp.series(expr, arg, point, max(SERIES_TERMS)).removeO()
     except Exception:  # noqa: BLE001 - SymPy raises many kinds for series it cannot do
         return out
     if longest.has(sp.log, sp.Order) or not longest.is_polynomial(arg):

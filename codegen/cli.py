@@ -40,8 +40,11 @@ def _usage(ui: Terminal, message: str) -> typer.Exit:
 def _specs(paths: list[Path] | None, ui: Terminal) -> list[Path]:
     found = outputs.find_specs(paths or [Path("specs")])
     for path in found:
+        shown = outputs.display_path(path)
+        if not shown.isprintable():  # the path goes into comments of the generated module
+            raise _usage(ui, f"{shown!r}: expected a spec file name without control characters")
         if not path.is_file():
-            raise _usage(ui, f"{outputs.display_path(path)}: no such spec file")
+            raise _usage(ui, f"{shown}: no such spec file")
     return found
 
 

@@ -151,6 +151,8 @@ def _tf_expr(op: str, operands, rename) -> str:
         if math.isinf(hi):
             return f"tf.math.maximum({a[0]}, {a[1]})"
         return f"tf.clip_by_value({a[0]}, {a[1]}, {a[2]})"
+    if op == "fill_like" and operands[1] == 0.0:  # sign(x) * 0 is 0, and NaN for NaN
+        return f"tf.math.multiply(tf.math.sign({a[0]}), 0.0)"
     if op == "fill_like":
         return f"tf.math.add(tf.zeros_like({a[0]}), {a[1]})"
     if op == "where_less_equal":

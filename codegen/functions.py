@@ -50,6 +50,9 @@ class sigmoid(sp.Function):  # noqa: N801 - SymPy function classes are lower cas
     def _eval_rewrite_as_exp(self, u, **kwargs):
         return 1 / (1 + sp.exp(-u))
 
+    def _eval_evalf(self, prec):
+        return self.rewrite(sp.exp)._eval_evalf(prec)
+
     def _eval_is_real(self):
         return self.args[0].is_real
 
@@ -76,6 +79,9 @@ class softplus(sp.Function):  # noqa: N801
 
     def _eval_rewrite_as_log(self, u, **kwargs):
         return sp.log(1 + sp.exp(u))
+
+    def _eval_evalf(self, prec):
+        return self.rewrite(sp.exp)._eval_evalf(prec)
 
     def _eval_is_real(self):
         return self.args[0].is_real

@@ -23,7 +23,7 @@ import sympy as sp
 
 from codegen import accuracy
 from codegen.candidates import candidates
-from codegen.derive import Derivatives, Partial
+from codegen.derive import Derivatives, DeriveError, Partial
 from codegen.lower import Regimes, lower, op_count
 from codegen.numeric import run
 from codegen.regimes import best_regimes
@@ -236,7 +236,18 @@ def choose(spec: Spec, partial: Partial, n: int = SAMPLES) -> Choice:
     return Choice(partial.index, partial.expr, best, tuple(tried), promote, promoted)
 
 
+def _choose_or_explain(spec: Spec, partial: Partial) -> Choice:
+    """`choose`, with what hogen cannot evaluate turned into an error that names the partial."""
+    try:
+        return choose(spec, partial)
+    except TypeError as error:  # the reference or the lowering met a function it lacks
+        raise DeriveError(
+            f"{spec.path}: the order-{partial.order} derivative {partial.index} = "
+            f"{sp.sstr(partial.expr)[:200]} cannot be measured: {error}"
+        ) from None
+
+
 def stabilize(derivatives: Derivatives) -> StableForms:
     """Choose a form for every partial of every order."""
     spec = derivatives.spec
-    return StableForms(spec, tuple(choose(spec, p) for p in derivatives.partials))
+    return StableForms(spec, tuple(_choose_or_explain(spec, p) for p in derivatives.partials))

@@ -84,7 +84,7 @@ def run_tf(program: Program, inputs: dict[str, tf.Tensor]) -> tf.Tensor:
         elif step.op == "clip":
             values[step.target] = tf.clip_by_value(*args)
         elif step.op == "fill_like":
-            values[step.target] = tf.zeros_like(args[0]) + args[1]
+            values[step.target] = tf.math.sign(args[0]) * 0.0 + args[1]
         elif step.op == "where_less_equal":
             values[step.target] = tf.where(args[0] <= args[1], args[2], args[3])
         elif step.op == "where_less":

@@ -113,7 +113,7 @@ def _gelu_jet(x0, x_last):
     v11 = tf.math.erfc(v10)
     v12 = tf.math.multiply(v11, 0.5)
     d_x = tf.math.add(v8, v12)
-    v14 = tf.math.add(tf.zeros_like(x_last), 0.0)
+    v14 = tf.math.multiply(tf.math.sign(x_last), 0.0)
     v15 = tf.clip_by_value(x_last, -1.8446744073709552e+19, -11.154532433)
     v16 = tf.math.square(v15)
     v17 = tf.math.subtract(v16, 2.0)

@@ -119,7 +119,7 @@ def _silu_jet(x0, x_last):
     v3 = tf.math.sigmoid(v2)
     v4 = tf.math.multiply(v1, v3)
     d_x = tf.math.add(v4, v0)
-    v6 = tf.math.add(tf.zeros_like(x_last), 0.0)
+    v6 = tf.math.multiply(tf.math.sign(x_last), 0.0)
     v7 = tf.clip_by_value(x_last, -1.7014118346046923e+38, -1.9445)
     v8 = tf.math.sigmoid(v7)
     v9 = tf.math.subtract(v8, 1.0)
