@@ -241,9 +241,21 @@ _TRANSCENDENTAL |= {"tanh", "erf", "sqrt", "rsqrt", "power", "divide"}
 
 
 def _eager_ops(run, x) -> int:
-    """Ops in the traced, unoptimized graph: the ops eager mode executes one by one."""
-    graph = tf.function(run).get_concrete_function(x).graph
-    return sum(1 for op in graph.get_operations() if op.type not in {"Placeholder", "Const"})
+    """Ops eager mode executes for one call, counted by an op callback (what tfdbg uses)."""
+    from tensorflow.python.framework import op_callbacks
+
+    executed = []
+
+    def count(op_type, inputs, attrs, outputs, op_name=None, graph=None):
+        if graph is None:  # an eager execution, not a graph op being built
+            executed.append(op_type)
+
+    op_callbacks.add_op_callback(count)
+    try:
+        run(x)
+    finally:
+        op_callbacks.remove_op_callback(count)
+    return len(executed)
 
 
 def _graph_kernels(run, n: int) -> int:

@@ -15,6 +15,12 @@ inputs. That structure survives eager, `tf.function`, XLA, TF1 graphs,
 forward-over-reverse and SavedModel alike; nested custom gradients do not
 survive SavedModel. The last form is evaluated at `x0 + t/order`, so autodiff
 one order beyond differentiates it exactly once.
+
+Eager mode, which is never traced or saved, takes a cheaper path: each
+derivative is recorded as one op through TensorFlow's recording API (what
+`tf.custom_gradient` itself calls), one order at a time and only while a tape
+can use it (`_eager_partial`). Every chosen form is one function of the
+module, shared by both paths.
 """
 
 from __future__ import annotations
@@ -226,9 +232,7 @@ def _backward(forms: StableForms) -> list[str]:
             f"{names.half_square(a)} = tf.math.square(tf.math.multiply({names.tangent(a)}, 0.5))"
             for a in args
         ]
-    partials = [c.index for c in forms.choices if sum(c.index) > 0]
-    outs = ", ".join(names.partial(args, idx) for idx in partials)
-    lines.append(f"{outs} = {_jet_call(spec)}")
+    lines += _partial_calls(forms)
     lines += _grad_lines(args, order)
     if len(args) == 1:
         grads = [f"tf.math.multiply(dy, {names.grad_local(args[0])})"]
@@ -239,36 +243,69 @@ def _backward(forms: StableForms) -> list[str]:
     return lines
 
 
-def _jet_call(spec) -> str:
-    operands = [names.stopped(a) for a in spec.args] + [names.shifted(a) for a in spec.args]
-    return f"_{spec.name}_jet({', '.join(operands + [p for p, _ in spec.params])})"
-
-
-def _jet_body(forms: StableForms, prefix: str) -> list[str]:
+def _partial_calls(forms: StableForms) -> list[str]:
+    """Lines computing every partial of order >= 1 for the jet, the last order at x_last."""
     spec = forms.spec
-    syms = spec.arg_symbols
-    params = {s: s.name for s in spec.param_symbols}
-    at_stopped = {**params, **{s: names.stopped(s.name) for s in syms}}
-    at_last = {**params, **{s: names.shifted(s.name) for s in syms}}
-    choices = [c for c in forms.choices if sum(c.index) > 0]
-    pairs = [
-        (c.chosen.form, at_last if sum(c.index) == spec.order else at_stopped) for c in choices
-    ]
-    program = lower_each(pairs, prefix, unclipped=frozenset(at_stopped.values()))
-    outputs = [names.partial(spec.args, c.index) for c in choices]
-    lines = _program_lines(program, outputs, names.stopped(spec.args[0]))
-    return lines + [f"return {', '.join(outputs)}"]
+    params = [p for p, _ in spec.params]
+    lines = []
+    for c in forms.choices[1:]:
+        at = names.shifted if sum(c.index) == spec.order else names.stopped
+        operands = ", ".join([*(at(a) for a in spec.args), *params])
+        target = names.partial(spec.args, c.index)
+        lines.append(f"{target} = {names.partial_fn(spec.name, spec.args, c.index)}({operands})")
+    return lines
 
 
-def _value_body(forms: StableForms, prefix: str) -> list[str]:
+def _form_body(forms: StableForms, choice: Choice, prefix: str) -> list[str]:
+    """The body of the function computing one chosen form at the function's own parameters.
+
+    Forms below the last order are evaluated where no gradient flows (stopped inputs, or with
+    recording stopped), so their regimes skip the clip; the last order's form is
+    differentiated by autodiff beyond the spec's order, so its branches are clipped.
+    """
     spec = forms.spec
     env = {s: s.name for s in (*spec.arg_symbols, *spec.param_symbols)}
-    value = forms.choices[0].chosen.form
-    program = lower_each([(value, env)], prefix, unclipped=frozenset(env.values()))
-    lines = _program_lines(program, ["value"], spec.args[0])
-    if not set(spec.arg_symbols) <= _symbols_of(value):
+    stopped = sum(choice.index) < spec.order
+    unclipped = frozenset(env.values()) if stopped else frozenset(p for p, _ in spec.params)
+    program = lower_each([(choice.chosen.form, env)], prefix, unclipped=unclipped)
+    out = "value" if not sum(choice.index) else names.partial(spec.args, choice.index)
+    lines = _program_lines(program, [out], spec.args[0])
+    if not sum(choice.index) and not set(spec.arg_symbols) <= _symbols_of(choice.chosen.form):
         lines.append(f"value = value + tf.zeros_like({' + '.join(spec.args)})")
-    return lines + ["return value"]
+    return lines + [f"return {out}"]
+
+
+def _form_functions(forms: StableForms, prefix: str) -> list[dict]:
+    """One function per chosen form: the value, then every partial derivative."""
+    spec = forms.spec
+    functions = []
+    for choice in forms.choices:
+        order = sum(choice.index)
+        if not order:
+            summary = f"The value of {spec.name}."
+        else:
+            label = partial_label(spec.args, choice.index)
+            summary = f"{label} of {spec.name}" + (
+                " (the last custom order: autodiff beyond it differentiates this form)."
+                if order == spec.order
+                else "."
+            )
+        functions.append(
+            {
+                "name": names.partial_fn(spec.name, spec.args, choice.index),
+                "params": ", ".join([*spec.args, *(p for p, _ in spec.params)]),
+                "doc": _docstring(summary, _choice_doc(spec.args, choice, "    ")),
+                "body": _form_body(forms, choice, prefix),
+            }
+        )
+    return functions
+
+
+def _partials_table(forms: StableForms) -> list[str]:
+    spec = forms.spec
+    return [
+        f"{c.index!r}: {names.partial_fn(spec.name, spec.args, c.index)}," for c in forms.choices
+    ]
 
 
 def _symbols_of(form) -> set:
@@ -319,18 +356,7 @@ def _context(forms: StableForms) -> dict:
     spec = forms.spec
     args = spec.args
     params = [p for p, _ in spec.params]
-    prefix = names.temp_prefix((*args, *params))
-    wide = "tf.float64" if forms.promote_float32 else "tf.float32"
-    signature = ", ".join(args) + (
-        ", *, " + ", ".join(f"{p}={v!r}" for p, v in spec.params) if params else ""
-    )
-    jet_doc = [
-        line
-        for c in forms.choices
-        if sum(c.index) > 0
-        for line in [*_choice_doc(args, c, "    "), ""]
-    ][:-1]
-    last = ", ".join(names.shifted(a) for a in args)
+    call = ", ".join([*args, *params])
     return {
         "version": __version__,
         "spec_path": spec.path,
@@ -341,51 +367,77 @@ def _context(forms: StableForms) -> dict:
             _wrap(spec.doc, ""),
             indent="",
         ),
-        "compute_dtypes": [
-            "tf.float16: tf.float32,",
-            "tf.bfloat16: tf.float32,",
-            f"tf.float32: {wide},",
-            "tf.float64: tf.float64,",
-        ],
-        "signature": signature,
+        "compute_dtypes": _compute_dtypes(forms),
+        "signature": ", ".join(args)
+        + (", *, " + ", ".join(f"{p}={v!r}" for p, v in spec.params) if params else ""),
         "arg_list": ", ".join(args),
-        "arg_targets": f"({args[0]},)" if len(args) == 1 else f"({', '.join(args)})",
+        "arg_targets": _tuple(args),
         "public_doc": _public_doc(forms),
         "param_casts": [f"{p} = tf.cast({p}, compute)" for p in params],
+        "dispatch": names.dispatch(spec.name),
+        "dispatch_doc": _dispatch_doc(spec),
         "impl": names.impl(spec.name),
-        "impl_call": ", ".join([*args, *params]),
+        "call": call,
         "cast_call": ", ".join([*(f"tf.cast({a}, compute)" for a in args), *params]),
-        "impl_params": ", ".join([*args, *params]),
+        "eager_call": _eager_call(spec),
         "impl_doc": _docstring(
             f"{spec.name} with custom derivatives of orders 1 to {spec.order}.",
-            [f"The gradient is the Taylor jet of the stable forms in _{spec.name}_jet."],
+            ["The gradient is the Taylor jet of the stable forms below, in t = x - x0 = 0."],
         ),
         "forward": [
             *(f"{names.stopped(a)} = tf.stop_gradient({a})" for a in args),
-            f"value = _{spec.name}_value({', '.join([*map(names.stopped, args), *params])})",
+            f"value = {names.partial_fn(spec.name, args, (0,) * len(args))}"
+            f"({', '.join([*map(names.stopped, args), *params])})",
         ],
         "backward": _backward(forms),
-        "value_fn": f"_{spec.name}_value",
-        "value_params": ", ".join([*args, *params]),
-        "value_doc": _docstring(
-            f"The value of {spec.name}.", _choice_doc(args, forms.choices[0], "    ")
-        ),
-        "value_body": _value_body(forms, prefix),
-        "jet_fn": f"_{spec.name}_jet",
-        "jet_params": ", ".join([*map(names.stopped, args), *map(names.shifted, args), *params]),
-        "jet_doc": _docstring(
-            f"Derivatives of orders 1 to {spec.order} at the stopped inputs "
-            f"(order {spec.order} at {last}).",
-            jet_doc,
-        ),
-        "jet_body": _jet_body(forms, prefix),
+        "functions": _form_functions(forms, names.temp_prefix((*args, *params))),
+        "partials": _partials_table(forms),
         "helpers": [
-            render("helper_float_inputs.py.j2", {}).rstrip("\n"),
-            render("helper_nan_free_gradient.py.j2", {}).rstrip("\n"),
-            render("helper_zero_tangent.py.j2", {}).rstrip("\n"),
-        ]
-        + ([render("helper_sum_to.py.j2", {}).rstrip("\n")] if len(args) > 1 else []),
+            render(f"{helper}.py.j2", {}).rstrip("\n")
+            for helper in _helpers(len(args))
+        ],
     }
+
+
+def _helpers(arity: int) -> tuple[str, ...]:
+    """The helper templates a module of `arity` args needs (broadcasting only with two or more)."""
+    if arity == 1:
+        eager: tuple[str, ...] = ("helper_eager_derivative",)
+    else:
+        eager = ("helper_eager_partial", "helper_sum_to")
+    return ("helper_float_inputs", *eager, "helper_nan_free_gradient", "helper_zero_tangent")
+
+
+def _compute_dtypes(forms: StableForms) -> list[str]:
+    wide = "tf.float64" if forms.promote_float32 else "tf.float32"
+    return [
+        "tf.float16: tf.float32,",
+        "tf.bfloat16: tf.float32,",
+        f"tf.float32: {wide},",
+        "tf.float64: tf.float64,",
+    ]
+
+
+def _tuple(items) -> str:
+    """A Python tuple display of `items`: (), (a,), (a, b)."""
+    return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+
+
+def _eager_call(spec) -> str:
+    value_index = (0,) * len(spec.args)
+    inputs, params = _tuple(spec.args), _tuple([p for p, _ in spec.params])
+    return f'_eager_partial("{spec.name}", {spec.order}, {value_index!r}, {inputs}, {params})'
+
+
+def _dispatch_doc(spec) -> str:
+    return _docstring(
+        f"{spec.name} in the compute dtype: one recorded op per order in eager mode, else the jet.",
+        [
+            "Eager mode records each derivative only when a tape or accumulator can use it",
+            "(_eager_partial); graphs (tf.function, XLA, SavedModel, TF1) get the",
+            f"tf.custom_gradient op {names.impl(spec.name)}.",
+        ],
+    )
 
 
 def emit(forms: StableForms) -> str:

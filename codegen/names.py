@@ -56,6 +56,16 @@ def impl(op: str) -> str:
     return f"_{op}_op"
 
 
+def dispatch(op: str) -> str:
+    """The function choosing the eager path or the `tf.custom_gradient` op, per call."""
+    return f"_{op}_dispatch"
+
+
+def partial_fn(op: str, args: tuple[str, ...], index: tuple[int, ...]) -> str:
+    """The function computing one chosen form: _op_value, _op_d_x, _op_d_xy, ..."""
+    return f"_{op}_value" if not sum(index) else f"_{op}_{partial(args, index)}"
+
+
 def partial(args: tuple[str, ...], index: tuple[int, ...]) -> str:
     """The local holding one partial derivative: d_x, d_xy, d_xxy; d_alpha_beta for long names."""
     letters = [arg for arg, count in zip(args, index) for _ in range(count)]

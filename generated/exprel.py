@@ -8,6 +8,11 @@ The relative error exponential (e^x - 1)/x, equal to its limit 1 at x = 0.
 
 import tensorflow as tf
 
+try:  # what tf.custom_gradient records with; eager mode records through it directly
+    from tensorflow.python.eager import record as _record
+except ImportError:  # without it, eager mode takes the tf.custom_gradient path too
+    _record = None
+
 __all__ = ["exprel"]
 
 _COMPUTE_DTYPES = {
@@ -40,7 +45,19 @@ def exprel(x):
     (x,), dtype = _float_inputs("exprel", x)
     compute = _COMPUTE_DTYPES[dtype]
     if compute != dtype:
-        return tf.cast(_exprel_op(tf.cast(x, compute)), dtype)
+        return tf.cast(_exprel_dispatch(tf.cast(x, compute)), dtype)
+    return _exprel_dispatch(x)
+
+
+def _exprel_dispatch(x):
+    """exprel in the compute dtype: one recorded op per order in eager mode, else the jet.
+
+    Eager mode records each derivative only when a tape or accumulator can use it
+    (_eager_partial); graphs (tf.function, XLA, SavedModel, TF1) get the
+    tf.custom_gradient op _exprel_op.
+    """
+    if _record is not None and tf.executing_eagerly():
+        return _eager_partial("exprel", 2, (0,), (x,), ())
     return _exprel_op(x)
 
 
@@ -48,7 +65,7 @@ def exprel(x):
 def _exprel_op(x):
     """exprel with custom derivatives of orders 1 to 2.
 
-    The gradient is the Taylor jet of the stable forms in _exprel_jet.
+    The gradient is the Taylor jet of the stable forms below, in t = x - x0 = 0.
     """
     x0 = tf.stop_gradient(x)
     value = _exprel_value(x0)
@@ -57,7 +74,8 @@ def _exprel_op(x):
         x0 = tf.stop_gradient(x)
         t_x = _zero_tangent(x)
         x_last = _nan_free_gradient(tf.math.add(x0, tf.math.truediv(t_x, 2.0)))
-        d_x, d_xx = _exprel_jet(x0, x_last)
+        d_x = _exprel_d_x(x0)
+        d_xx = _exprel_d_xx(x_last)
         g_x = tf.math.add_n([
             d_x,
             tf.math.multiply_no_nan(d_xx, t_x),
@@ -122,8 +140,8 @@ def _exprel_value(x):
     return value
 
 
-def _exprel_jet(x0, x_last):
-    """Derivatives of orders 1 to 2 at the stopped inputs (order 2 at x_last).
+def _exprel_d_x(x):
+    """f' of exprel.
 
     f' = exp(x)/x - (exp(x) - 1)/x**2
     form (regimes(sympy+sigmoid+rules(sigmoid_complement) | series x<16> | sympy+rules(expm1) |
@@ -140,6 +158,66 @@ def _exprel_jet(x0, x_last):
         1)/x**2
     measured float32 mean 0.01 / p99 0.0 bits, float64 mean 0.09 / p99 1.6 bits (float32
         computed in float64)
+    """
+    v0 = tf.math.exp(x)
+    v1 = tf.math.truediv(v0, x)
+    v2 = tf.math.subtract(v0, 1.0)
+    v3 = tf.math.square(x)
+    v4 = tf.math.truediv(v2, v3)
+    v5 = tf.math.subtract(v1, v4)
+    v6 = tf.math.sigmoid(x)
+    v7 = tf.math.multiply(x, v6)
+    v8 = tf.math.multiply(x, 0.5)
+    v9 = tf.math.tanh(v8)
+    v10 = tf.math.subtract(v7, v9)
+    v11 = tf.math.negative(x)
+    v12 = tf.math.sigmoid(v11)
+    v13 = tf.math.multiply(v3, v12)
+    v14 = tf.math.truediv(v10, v13)
+    v15 = tf.math.multiply(x, 4.498331606952833e-14)
+    v16 = tf.math.add(v15, 7.169215998581078e-13)
+    v17 = tf.math.multiply(x, v16)
+    v18 = tf.math.add(v17, 1.0706029224547743e-11)
+    v19 = tf.math.multiply(x, v18)
+    v20 = tf.math.add(v19, 1.4911969277048643e-10)
+    v21 = tf.math.multiply(x, v20)
+    v22 = tf.math.add(v21, 1.9270852604185937e-09)
+    v23 = tf.math.multiply(x, v22)
+    v24 = tf.math.add(v23, 2.296443268665491e-08)
+    v25 = tf.math.multiply(x, v24)
+    v26 = tf.math.add(v25, 2.505210838544172e-07)
+    v27 = tf.math.multiply(x, v26)
+    v28 = tf.math.add(v27, 2.48015873015873e-06)
+    v29 = tf.math.multiply(x, v28)
+    v30 = tf.math.add(v29, 2.2045855379188714e-05)
+    v31 = tf.math.multiply(x, v30)
+    v32 = tf.math.add(v31, 0.00017361111111111112)
+    v33 = tf.math.multiply(x, v32)
+    v34 = tf.math.add(v33, 0.0011904761904761906)
+    v35 = tf.math.multiply(x, v34)
+    v36 = tf.math.add(v35, 0.006944444444444444)
+    v37 = tf.math.multiply(x, v36)
+    v38 = tf.math.add(v37, 0.03333333333333333)
+    v39 = tf.math.multiply(x, v38)
+    v40 = tf.math.add(v39, 0.125)
+    v41 = tf.math.multiply(x, v40)
+    v42 = tf.math.add(v41, 0.3333333333333333)
+    v43 = tf.math.multiply(x, v42)
+    v44 = tf.math.add(v43, 0.5)
+    v45 = tf.math.expm1(x)
+    v46 = tf.math.truediv(v45, v3)
+    v47 = tf.math.subtract(v1, v46)
+    v48 = tf.where(tf.math.less_equal(x, 700.0), v14, v5)
+    v49 = tf.where(tf.math.less(x, 91.22818), v44, v48)
+    v50 = tf.where(tf.math.less(x, 88.838165), v47, v49)
+    v51 = tf.where(tf.math.less(x, 0.69600582), v44, v50)
+    v52 = tf.where(tf.math.less(x, -0.89), v14, v51)
+    d_x = tf.where(tf.math.less(x, -700.0), v5, v52)
+    return d_x
+
+
+def _exprel_d_xx(x):
+    """f'' of exprel (the last custom order: autodiff beyond it differentiates this form).
 
     f'' = exp(x)/x - 2*exp(x)/x**2 + 2*(exp(x) - 1)/x**3
     form (regimes(cancel+rules(expm1) | sympy+rules(expm1) | series x<16> | sympy+rules(expm1) |
@@ -155,180 +233,133 @@ def _exprel_jet(x0, x_last):
     measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.23 / p99 2.0 bits (float32
         computed in float64)
     """
-    v0 = tf.math.exp(x0)
-    v1 = tf.math.truediv(v0, x0)
-    v2 = tf.math.subtract(v0, 1.0)
-    v3 = tf.math.square(x0)
-    v4 = tf.math.truediv(v2, v3)
-    v5 = tf.math.subtract(v1, v4)
-    v6 = tf.math.sigmoid(x0)
-    v7 = tf.math.multiply(x0, v6)
-    v8 = tf.math.multiply(x0, 0.5)
-    v9 = tf.math.tanh(v8)
-    v10 = tf.math.subtract(v7, v9)
-    v11 = tf.math.negative(x0)
-    v12 = tf.math.sigmoid(v11)
-    v13 = tf.math.multiply(v3, v12)
-    v14 = tf.math.truediv(v10, v13)
-    v15 = tf.math.multiply(x0, 4.498331606952833e-14)
-    v16 = tf.math.add(v15, 7.169215998581078e-13)
-    v17 = tf.math.multiply(x0, v16)
-    v18 = tf.math.add(v17, 1.0706029224547743e-11)
-    v19 = tf.math.multiply(x0, v18)
-    v20 = tf.math.add(v19, 1.4911969277048643e-10)
-    v21 = tf.math.multiply(x0, v20)
-    v22 = tf.math.add(v21, 1.9270852604185937e-09)
-    v23 = tf.math.multiply(x0, v22)
-    v24 = tf.math.add(v23, 2.296443268665491e-08)
-    v25 = tf.math.multiply(x0, v24)
-    v26 = tf.math.add(v25, 2.505210838544172e-07)
-    v27 = tf.math.multiply(x0, v26)
-    v28 = tf.math.add(v27, 2.48015873015873e-06)
-    v29 = tf.math.multiply(x0, v28)
-    v30 = tf.math.add(v29, 2.2045855379188714e-05)
-    v31 = tf.math.multiply(x0, v30)
-    v32 = tf.math.add(v31, 0.00017361111111111112)
-    v33 = tf.math.multiply(x0, v32)
-    v34 = tf.math.add(v33, 0.0011904761904761906)
-    v35 = tf.math.multiply(x0, v34)
-    v36 = tf.math.add(v35, 0.006944444444444444)
-    v37 = tf.math.multiply(x0, v36)
-    v38 = tf.math.add(v37, 0.03333333333333333)
-    v39 = tf.math.multiply(x0, v38)
-    v40 = tf.math.add(v39, 0.125)
-    v41 = tf.math.multiply(x0, v40)
-    v42 = tf.math.add(v41, 0.3333333333333333)
-    v43 = tf.math.multiply(x0, v42)
-    v44 = tf.math.add(v43, 0.5)
-    v45 = tf.math.expm1(x0)
-    v46 = tf.math.truediv(v45, v3)
-    v47 = tf.math.subtract(v1, v46)
-    v48 = tf.where(tf.math.less_equal(x0, 700.0), v14, v5)
-    v49 = tf.where(tf.math.less(x0, 91.22818), v44, v48)
-    v50 = tf.where(tf.math.less(x0, 88.838165), v47, v49)
-    v51 = tf.where(tf.math.less(x0, 0.69600582), v44, v50)
-    v52 = tf.where(tf.math.less(x0, -0.89), v14, v51)
-    d_x = tf.where(tf.math.less(x0, -700.0), v5, v52)
-    v54 = tf.math.minimum(x_last, -700.0)
-    v55 = tf.math.exp(v54)
-    v56 = tf.math.subtract(v55, 1.0)
-    v57 = tf.math.multiply(v56, 2.0)
-    v58 = tf.math.multiply(v54, v54)
-    v59 = tf.math.multiply(v58, v54)
-    v60 = tf.math.truediv(v57, v59)
-    v61 = tf.math.truediv(v55, v54)
-    v62 = tf.math.add(v60, v61)
-    v63 = tf.math.multiply(v55, 2.0)
-    v64 = tf.math.square(v54)
-    v65 = tf.math.truediv(v63, v64)
-    v66 = tf.math.subtract(v62, v65)
-    v67 = tf.clip_by_value(x_last, -700.0, -0.933)
-    v68 = tf.math.square(v67)
-    v69 = tf.math.exp(v67)
-    v70 = tf.math.multiply(v68, v69)
-    v71 = tf.math.expm1(v67)
+    v0 = tf.math.minimum(x, -700.0)
+    v1 = tf.math.exp(v0)
+    v2 = tf.math.subtract(v1, 1.0)
+    v3 = tf.math.multiply(v2, 2.0)
+    v4 = tf.math.multiply(v0, v0)
+    v5 = tf.math.multiply(v4, v0)
+    v6 = tf.math.truediv(v3, v5)
+    v7 = tf.math.truediv(v1, v0)
+    v8 = tf.math.add(v6, v7)
+    v9 = tf.math.multiply(v1, 2.0)
+    v10 = tf.math.square(v0)
+    v11 = tf.math.truediv(v9, v10)
+    v12 = tf.math.subtract(v8, v11)
+    v13 = tf.clip_by_value(x, -700.0, -0.933)
+    v14 = tf.math.square(v13)
+    v15 = tf.math.exp(v13)
+    v16 = tf.math.multiply(v14, v15)
+    v17 = tf.math.expm1(v13)
+    v18 = tf.math.multiply(v17, 2.0)
+    v19 = tf.math.add(v16, v18)
+    v20 = tf.math.multiply(v13, 2.0)
+    v21 = tf.math.multiply(v20, v15)
+    v22 = tf.math.subtract(v19, v21)
+    v23 = tf.math.multiply(v13, v13)
+    v24 = tf.math.multiply(v23, v13)
+    v25 = tf.math.truediv(v22, v24)
+    v26 = tf.clip_by_value(x, -0.933, -0.85)
+    v27 = tf.math.expm1(v26)
+    v28 = tf.math.multiply(v27, 2.0)
+    v29 = tf.math.multiply(v26, v26)
+    v30 = tf.math.multiply(v29, v26)
+    v31 = tf.math.truediv(v28, v30)
+    v32 = tf.math.exp(v26)
+    v33 = tf.math.truediv(v32, v26)
+    v34 = tf.math.add(v31, v33)
+    v35 = tf.math.multiply(v32, 2.0)
+    v36 = tf.math.square(v26)
+    v37 = tf.math.truediv(v35, v36)
+    v38 = tf.math.subtract(v34, v37)
+    v39 = tf.clip_by_value(x, -0.85, 0.828742206)
+    v40 = tf.math.multiply(v39, 4.2484242954554536e-14)
+    v41 = tf.math.add(v40, 6.74749741042925e-13)
+    v42 = tf.math.multiply(v39, v41)
+    v43 = tf.math.add(v42, 1.0036902398013508e-11)
+    v44 = tf.math.multiply(v39, v43)
+    v45 = tf.math.add(v44, 1.3917837991912066e-10)
+    v46 = tf.math.multiply(v39, v45)
+    v47 = tf.math.add(v46, 1.789436313245837e-09)
+    v48 = tf.math.multiply(v39, v47)
+    v49 = tf.math.add(v48, 2.1197937864604532e-08)
+    v50 = tf.math.multiply(v39, v49)
+    v51 = tf.math.add(v50, 2.296443268665491e-07)
+    v52 = tf.math.multiply(v39, v51)
+    v53 = tf.math.add(v52, 2.2546897546897547e-06)
+    v54 = tf.math.multiply(v39, v53)
+    v55 = tf.math.add(v54, 1.984126984126984e-05)
+    v56 = tf.math.multiply(v39, v55)
+    v57 = tf.math.add(v56, 0.00015432098765432098)
+    v58 = tf.math.multiply(v39, v57)
+    v59 = tf.math.add(v58, 0.0010416666666666667)
+    v60 = tf.math.multiply(v39, v59)
+    v61 = tf.math.add(v60, 0.005952380952380952)
+    v62 = tf.math.multiply(v39, v61)
+    v63 = tf.math.add(v62, 0.027777777777777776)
+    v64 = tf.math.multiply(v39, v63)
+    v65 = tf.math.add(v64, 0.1)
+    v66 = tf.math.multiply(v39, v65)
+    v67 = tf.math.add(v66, 0.25)
+    v68 = tf.math.multiply(v39, v67)
+    v69 = tf.math.add(v68, 0.3333333333333333)
+    v70 = tf.clip_by_value(x, 0.828742206, 88.4)
+    v71 = tf.math.expm1(v70)
     v72 = tf.math.multiply(v71, 2.0)
-    v73 = tf.math.add(v70, v72)
-    v74 = tf.math.multiply(v67, 2.0)
-    v75 = tf.math.multiply(v74, v69)
-    v76 = tf.math.subtract(v73, v75)
-    v77 = tf.math.multiply(v67, v67)
-    v78 = tf.math.multiply(v77, v67)
-    v79 = tf.math.truediv(v76, v78)
-    v80 = tf.clip_by_value(x_last, -0.933, -0.85)
-    v81 = tf.math.expm1(v80)
-    v82 = tf.math.multiply(v81, 2.0)
-    v83 = tf.math.multiply(v80, v80)
-    v84 = tf.math.multiply(v83, v80)
-    v85 = tf.math.truediv(v82, v84)
-    v86 = tf.math.exp(v80)
-    v87 = tf.math.truediv(v86, v80)
-    v88 = tf.math.add(v85, v87)
-    v89 = tf.math.multiply(v86, 2.0)
-    v90 = tf.math.square(v80)
-    v91 = tf.math.truediv(v89, v90)
-    v92 = tf.math.subtract(v88, v91)
-    v93 = tf.clip_by_value(x_last, -0.85, 0.828742206)
-    v94 = tf.math.multiply(v93, 4.2484242954554536e-14)
-    v95 = tf.math.add(v94, 6.74749741042925e-13)
-    v96 = tf.math.multiply(v93, v95)
-    v97 = tf.math.add(v96, 1.0036902398013508e-11)
-    v98 = tf.math.multiply(v93, v97)
-    v99 = tf.math.add(v98, 1.3917837991912066e-10)
-    v100 = tf.math.multiply(v93, v99)
-    v101 = tf.math.add(v100, 1.789436313245837e-09)
-    v102 = tf.math.multiply(v93, v101)
-    v103 = tf.math.add(v102, 2.1197937864604532e-08)
-    v104 = tf.math.multiply(v93, v103)
-    v105 = tf.math.add(v104, 2.296443268665491e-07)
-    v106 = tf.math.multiply(v93, v105)
-    v107 = tf.math.add(v106, 2.2546897546897547e-06)
-    v108 = tf.math.multiply(v93, v107)
-    v109 = tf.math.add(v108, 1.984126984126984e-05)
-    v110 = tf.math.multiply(v93, v109)
-    v111 = tf.math.add(v110, 0.00015432098765432098)
-    v112 = tf.math.multiply(v93, v111)
-    v113 = tf.math.add(v112, 0.0010416666666666667)
-    v114 = tf.math.multiply(v93, v113)
-    v115 = tf.math.add(v114, 0.005952380952380952)
-    v116 = tf.math.multiply(v93, v115)
-    v117 = tf.math.add(v116, 0.027777777777777776)
-    v118 = tf.math.multiply(v93, v117)
-    v119 = tf.math.add(v118, 0.1)
-    v120 = tf.math.multiply(v93, v119)
-    v121 = tf.math.add(v120, 0.25)
-    v122 = tf.math.multiply(v93, v121)
-    v123 = tf.math.add(v122, 0.3333333333333333)
-    v124 = tf.clip_by_value(x_last, 0.828742206, 88.4)
-    v125 = tf.math.expm1(v124)
-    v126 = tf.math.multiply(v125, 2.0)
-    v127 = tf.math.multiply(v124, v124)
-    v128 = tf.math.multiply(v127, v124)
-    v129 = tf.math.truediv(v126, v128)
-    v130 = tf.math.exp(v124)
-    v131 = tf.math.truediv(v130, v124)
-    v132 = tf.math.add(v129, v131)
-    v133 = tf.math.multiply(v130, 2.0)
-    v134 = tf.math.square(v124)
-    v135 = tf.math.truediv(v133, v134)
-    v136 = tf.math.subtract(v132, v135)
-    v137 = tf.clip_by_value(x_last, 88.4, 700.0)
-    v138 = tf.math.square(v137)
-    v139 = tf.math.sigmoid(v137)
-    v140 = tf.math.multiply(v138, v139)
-    v141 = tf.math.multiply(v137, 0.5)
-    v142 = tf.math.tanh(v141)
-    v143 = tf.math.multiply(v142, 2.0)
-    v144 = tf.math.add(v140, v143)
-    v145 = tf.math.multiply(v137, 2.0)
-    v146 = tf.math.multiply(v145, v139)
-    v147 = tf.math.subtract(v144, v146)
-    v148 = tf.math.multiply(v137, v137)
-    v149 = tf.math.multiply(v148, v137)
-    v150 = tf.math.negative(v137)
-    v151 = tf.math.sigmoid(v150)
-    v152 = tf.math.multiply(v149, v151)
-    v153 = tf.math.truediv(v147, v152)
-    v154 = tf.math.maximum(x_last, 700.0)
-    v155 = tf.math.exp(v154)
-    v156 = tf.math.subtract(v155, 1.0)
-    v157 = tf.math.multiply(v156, 2.0)
-    v158 = tf.math.multiply(v154, v154)
-    v159 = tf.math.multiply(v158, v154)
-    v160 = tf.math.truediv(v157, v159)
-    v161 = tf.math.truediv(v155, v154)
-    v162 = tf.math.add(v160, v161)
-    v163 = tf.math.multiply(v155, 2.0)
-    v164 = tf.math.square(v154)
-    v165 = tf.math.truediv(v163, v164)
-    v166 = tf.math.subtract(v162, v165)
-    v167 = tf.where(tf.math.less_equal(x_last, 700.0), v153, v166)
-    v168 = tf.where(tf.math.less(x_last, 88.4), v136, v167)
-    v169 = tf.where(tf.math.less(x_last, 0.828742206), v123, v168)
-    v170 = tf.where(tf.math.less(x_last, -0.85), v92, v169)
-    v171 = tf.where(tf.math.less(x_last, -0.933), v79, v170)
-    d_xx = tf.where(tf.math.less(x_last, -700.0), v66, v171)
-    return d_x, d_xx
+    v73 = tf.math.multiply(v70, v70)
+    v74 = tf.math.multiply(v73, v70)
+    v75 = tf.math.truediv(v72, v74)
+    v76 = tf.math.exp(v70)
+    v77 = tf.math.truediv(v76, v70)
+    v78 = tf.math.add(v75, v77)
+    v79 = tf.math.multiply(v76, 2.0)
+    v80 = tf.math.square(v70)
+    v81 = tf.math.truediv(v79, v80)
+    v82 = tf.math.subtract(v78, v81)
+    v83 = tf.clip_by_value(x, 88.4, 700.0)
+    v84 = tf.math.square(v83)
+    v85 = tf.math.sigmoid(v83)
+    v86 = tf.math.multiply(v84, v85)
+    v87 = tf.math.multiply(v83, 0.5)
+    v88 = tf.math.tanh(v87)
+    v89 = tf.math.multiply(v88, 2.0)
+    v90 = tf.math.add(v86, v89)
+    v91 = tf.math.multiply(v83, 2.0)
+    v92 = tf.math.multiply(v91, v85)
+    v93 = tf.math.subtract(v90, v92)
+    v94 = tf.math.multiply(v83, v83)
+    v95 = tf.math.multiply(v94, v83)
+    v96 = tf.math.negative(v83)
+    v97 = tf.math.sigmoid(v96)
+    v98 = tf.math.multiply(v95, v97)
+    v99 = tf.math.truediv(v93, v98)
+    v100 = tf.math.maximum(x, 700.0)
+    v101 = tf.math.exp(v100)
+    v102 = tf.math.subtract(v101, 1.0)
+    v103 = tf.math.multiply(v102, 2.0)
+    v104 = tf.math.multiply(v100, v100)
+    v105 = tf.math.multiply(v104, v100)
+    v106 = tf.math.truediv(v103, v105)
+    v107 = tf.math.truediv(v101, v100)
+    v108 = tf.math.add(v106, v107)
+    v109 = tf.math.multiply(v101, 2.0)
+    v110 = tf.math.square(v100)
+    v111 = tf.math.truediv(v109, v110)
+    v112 = tf.math.subtract(v108, v111)
+    v113 = tf.where(tf.math.less_equal(x, 700.0), v99, v112)
+    v114 = tf.where(tf.math.less(x, 88.4), v82, v113)
+    v115 = tf.where(tf.math.less(x, 0.828742206), v69, v114)
+    v116 = tf.where(tf.math.less(x, -0.85), v38, v115)
+    v117 = tf.where(tf.math.less(x, -0.933), v25, v116)
+    d_xx = tf.where(tf.math.less(x, -700.0), v12, v117)
+    return d_xx
+
+
+_PARTIALS = {
+    (0,): _exprel_value,
+    (1,): _exprel_d_x,
+    (2,): _exprel_d_xx,
+}
 
 
 def _float_inputs(op, *values):
@@ -346,6 +377,32 @@ def _float_inputs(op, *values):
                 f"got {', '.join(t.dtype.name for t in tensors)}"
             )
     return tensors, tensors[0].dtype
+
+
+def _eager_partial(op, order, index, inputs, params):
+    """The derivative `index` of `op` at `inputs` (eager mode), with its gradient.
+
+    What tf.custom_gradient does, without its per-call cost: the form is computed with
+    recording stopped, and recorded as one op only while a tape or accumulator can use it;
+    its gradient is the derivative one order up, recorded the same way when it is asked for.
+    The last custom order is computed on the live input, so autodiff beyond `order`
+    differentiates its form.
+    """
+    (x,), (n,) = inputs, index
+    form = _PARTIALS[index]
+    if n == order:
+        return form(x, *params)
+    with _record.stop_recording():
+        value = form(x, *params)
+        if value is x:
+            value = tf.identity(value)
+    if _record.could_possibly_record():
+
+        def grad(dy):
+            return [tf.math.multiply(dy, _eager_partial(op, order, (n + 1,), inputs, params))]
+
+        _record.record_operation(op, [value], [x], grad)
+    return value
 
 
 @tf.custom_gradient

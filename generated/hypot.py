@@ -8,6 +8,11 @@ sqrt(x^2 + y^2) without overflow or underflow for any finite x, y.
 
 import tensorflow as tf
 
+try:  # what tf.custom_gradient records with; eager mode records through it directly
+    from tensorflow.python.eager import record as _record
+except ImportError:  # without it, eager mode takes the tf.custom_gradient path too
+    _record = None
+
 __all__ = ["hypot"]
 
 _COMPUTE_DTYPES = {
@@ -42,7 +47,19 @@ def hypot(x, y):
     (x, y), dtype = _float_inputs("hypot", x, y)
     compute = _COMPUTE_DTYPES[dtype]
     if compute != dtype:
-        return tf.cast(_hypot_op(tf.cast(x, compute), tf.cast(y, compute)), dtype)
+        return tf.cast(_hypot_dispatch(tf.cast(x, compute), tf.cast(y, compute)), dtype)
+    return _hypot_dispatch(x, y)
+
+
+def _hypot_dispatch(x, y):
+    """hypot in the compute dtype: one recorded op per order in eager mode, else the jet.
+
+    Eager mode records each derivative only when a tape or accumulator can use it
+    (_eager_partial); graphs (tf.function, XLA, SavedModel, TF1) get the
+    tf.custom_gradient op _hypot_op.
+    """
+    if _record is not None and tf.executing_eagerly():
+        return _eager_partial("hypot", 2, (0, 0), (x, y), ())
     return _hypot_op(x, y)
 
 
@@ -50,7 +67,7 @@ def hypot(x, y):
 def _hypot_op(x, y):
     """hypot with custom derivatives of orders 1 to 2.
 
-    The gradient is the Taylor jet of the stable forms in _hypot_jet.
+    The gradient is the Taylor jet of the stable forms below, in t = x - x0 = 0.
     """
     x0 = tf.stop_gradient(x)
     y0 = tf.stop_gradient(y)
@@ -63,7 +80,11 @@ def _hypot_op(x, y):
         t_y = _zero_tangent(y)
         x_last = _nan_free_gradient(tf.math.add(x0, tf.math.truediv(t_x, 2.0)))
         y_last = _nan_free_gradient(tf.math.add(y0, tf.math.truediv(t_y, 2.0)))
-        d_x, d_y, d_xx, d_xy, d_yy = _hypot_jet(x0, y0, x_last, y_last)
+        d_x = _hypot_d_x(x0, y0)
+        d_y = _hypot_d_y(x0, y0)
+        d_xx = _hypot_d_xx(x_last, y_last)
+        d_xy = _hypot_d_xy(x_last, y_last)
+        d_yy = _hypot_d_yy(x_last, y_last)
         g_x = d_x
         g_x = tf.math.add(g_x, tf.math.multiply_no_nan(d_xx, t_x))
         g_x = tf.math.add(g_x, tf.math.multiply_no_nan(d_xy, t_y))
@@ -94,31 +115,15 @@ def _hypot_value(x, y):
     return value
 
 
-def _hypot_jet(x0, y0, x_last, y_last):
-    """Derivatives of orders 1 to 2 at the stopped inputs (order 2 at x_last, y_last).
+def _hypot_d_x(x, y):
+    """f_x of hypot.
 
     f_x = x/sqrt(x**2 + y**2)
     form (sympy+rules(hypot)): x/hypot(x, y)
     measured float32 mean 0.13 / p99 1.0 bits, float64 mean 0.15 / p99 1.6 bits
-
-    f_y = y/sqrt(x**2 + y**2)
-    form (sympy+rules(hypot)): y/hypot(x, y)
-    measured float32 mean 0.12 / p99 1.0 bits, float64 mean 0.14 / p99 1.6 bits
-
-    f_xx = -x**2/(x**2 + y**2)**(3/2) + 1/sqrt(x**2 + y**2)
-    form (factor+rules+hypot ratios balanced): ((y/hypot(x, y))/sqrt(hypot(x, y)))**2
-    measured float32 mean 0.65 / p99 2.3 bits, float64 mean 0.68 / p99 2.6 bits
-
-    f_xy = -x*y/(x**2 + y**2)**(3/2)
-    form (sympy+rules+hypot ratios): -x/hypot(x, y)*y/hypot(x, y)/hypot(x, y)
-    measured float32 mean 0.41 / p99 2.3 bits, float64 mean 0.44 / p99 2.3 bits
-
-    f_yy = -y**2/(x**2 + y**2)**(3/2) + 1/sqrt(x**2 + y**2)
-    form (factor+rules+hypot ratios balanced): ((x/hypot(x, y))/sqrt(hypot(x, y)))**2
-    measured float32 mean 0.65 / p99 2.3 bits, float64 mean 0.68 / p99 2.6 bits
     """
-    v0 = tf.math.abs(x0)
-    v1 = tf.math.abs(y0)
+    v0 = tf.math.abs(x)
+    v1 = tf.math.abs(y)
     v2 = tf.math.maximum(v0, v1)
     v3 = tf.math.minimum(v0, v1)
     v4 = tf.math.divide_no_nan(v3, v2)
@@ -126,28 +131,108 @@ def _hypot_jet(x0, y0, x_last, y_last):
     v6 = tf.math.add(v5, 1.0)
     v7 = tf.math.sqrt(v6)
     v8 = tf.math.multiply(v2, v7)
-    d_x = tf.math.truediv(x0, v8)
-    d_y = tf.math.truediv(y0, v8)
-    v11 = tf.math.abs(x_last)
-    v12 = tf.math.abs(y_last)
-    v13 = tf.math.maximum(v11, v12)
-    v14 = tf.math.minimum(v11, v12)
-    v15 = tf.math.divide_no_nan(v14, v13)
-    v16 = tf.math.square(v15)
-    v17 = tf.math.add(v16, 1.0)
-    v18 = tf.math.sqrt(v17)
-    v19 = tf.math.multiply(v13, v18)
-    v20 = tf.math.truediv(y_last, v19)
-    v21 = tf.math.sqrt(v19)
-    v22 = tf.math.truediv(v20, v21)
-    d_xx = tf.math.square(v22)
-    v24 = tf.math.truediv(x_last, v19)
-    v25 = tf.math.multiply(v24, v20)
-    v26 = tf.math.truediv(v25, v19)
-    d_xy = tf.math.negative(v26)
-    v28 = tf.math.truediv(v24, v21)
-    d_yy = tf.math.square(v28)
-    return d_x, d_y, d_xx, d_xy, d_yy
+    d_x = tf.math.truediv(x, v8)
+    return d_x
+
+
+def _hypot_d_y(x, y):
+    """f_y of hypot.
+
+    f_y = y/sqrt(x**2 + y**2)
+    form (sympy+rules(hypot)): y/hypot(x, y)
+    measured float32 mean 0.12 / p99 1.0 bits, float64 mean 0.14 / p99 1.6 bits
+    """
+    v0 = tf.math.abs(x)
+    v1 = tf.math.abs(y)
+    v2 = tf.math.maximum(v0, v1)
+    v3 = tf.math.minimum(v0, v1)
+    v4 = tf.math.divide_no_nan(v3, v2)
+    v5 = tf.math.square(v4)
+    v6 = tf.math.add(v5, 1.0)
+    v7 = tf.math.sqrt(v6)
+    v8 = tf.math.multiply(v2, v7)
+    d_y = tf.math.truediv(y, v8)
+    return d_y
+
+
+def _hypot_d_xx(x, y):
+    """f_xx of hypot (the last custom order: autodiff beyond it differentiates this form).
+
+    f_xx = -x**2/(x**2 + y**2)**(3/2) + 1/sqrt(x**2 + y**2)
+    form (factor+rules+hypot ratios balanced): ((y/hypot(x, y))/sqrt(hypot(x, y)))**2
+    measured float32 mean 0.65 / p99 2.3 bits, float64 mean 0.68 / p99 2.6 bits
+    """
+    v0 = tf.math.abs(x)
+    v1 = tf.math.abs(y)
+    v2 = tf.math.maximum(v0, v1)
+    v3 = tf.math.minimum(v0, v1)
+    v4 = tf.math.divide_no_nan(v3, v2)
+    v5 = tf.math.square(v4)
+    v6 = tf.math.add(v5, 1.0)
+    v7 = tf.math.sqrt(v6)
+    v8 = tf.math.multiply(v2, v7)
+    v9 = tf.math.truediv(y, v8)
+    v10 = tf.math.sqrt(v8)
+    v11 = tf.math.truediv(v9, v10)
+    d_xx = tf.math.square(v11)
+    return d_xx
+
+
+def _hypot_d_xy(x, y):
+    """f_xy of hypot (the last custom order: autodiff beyond it differentiates this form).
+
+    f_xy = -x*y/(x**2 + y**2)**(3/2)
+    form (sympy+rules+hypot ratios): -x/hypot(x, y)*y/hypot(x, y)/hypot(x, y)
+    measured float32 mean 0.41 / p99 2.3 bits, float64 mean 0.44 / p99 2.3 bits
+    """
+    v0 = tf.math.abs(x)
+    v1 = tf.math.abs(y)
+    v2 = tf.math.maximum(v0, v1)
+    v3 = tf.math.minimum(v0, v1)
+    v4 = tf.math.divide_no_nan(v3, v2)
+    v5 = tf.math.square(v4)
+    v6 = tf.math.add(v5, 1.0)
+    v7 = tf.math.sqrt(v6)
+    v8 = tf.math.multiply(v2, v7)
+    v9 = tf.math.truediv(x, v8)
+    v10 = tf.math.truediv(y, v8)
+    v11 = tf.math.multiply(v9, v10)
+    v12 = tf.math.truediv(v11, v8)
+    d_xy = tf.math.negative(v12)
+    return d_xy
+
+
+def _hypot_d_yy(x, y):
+    """f_yy of hypot (the last custom order: autodiff beyond it differentiates this form).
+
+    f_yy = -y**2/(x**2 + y**2)**(3/2) + 1/sqrt(x**2 + y**2)
+    form (factor+rules+hypot ratios balanced): ((x/hypot(x, y))/sqrt(hypot(x, y)))**2
+    measured float32 mean 0.65 / p99 2.3 bits, float64 mean 0.68 / p99 2.6 bits
+    """
+    v0 = tf.math.abs(x)
+    v1 = tf.math.abs(y)
+    v2 = tf.math.maximum(v0, v1)
+    v3 = tf.math.minimum(v0, v1)
+    v4 = tf.math.divide_no_nan(v3, v2)
+    v5 = tf.math.square(v4)
+    v6 = tf.math.add(v5, 1.0)
+    v7 = tf.math.sqrt(v6)
+    v8 = tf.math.multiply(v2, v7)
+    v9 = tf.math.truediv(x, v8)
+    v10 = tf.math.sqrt(v8)
+    v11 = tf.math.truediv(v9, v10)
+    d_yy = tf.math.square(v11)
+    return d_yy
+
+
+_PARTIALS = {
+    (0, 0): _hypot_value,
+    (1, 0): _hypot_d_x,
+    (0, 1): _hypot_d_y,
+    (2, 0): _hypot_d_xx,
+    (1, 1): _hypot_d_xy,
+    (0, 2): _hypot_d_yy,
+}
 
 
 def _float_inputs(op, *values):
@@ -165,6 +250,47 @@ def _float_inputs(op, *values):
                 f"got {', '.join(t.dtype.name for t in tensors)}"
             )
     return tensors, tensors[0].dtype
+
+
+def _eager_partial(op, order, index, inputs, params):
+    """The partial derivative `index` of `op` at `inputs` (eager mode), with its gradient.
+
+    What tf.custom_gradient does, without its per-call cost: the form is computed with
+    recording stopped, and recorded as one op only while a tape or accumulator can use it;
+    its gradient is the partials one order up, each recorded the same way when it is asked
+    for. The last custom order is computed on the live inputs, so autodiff beyond `order`
+    differentiates its form.
+    """
+    form = _PARTIALS[index]
+    if sum(index) == order:
+        return form(*inputs, *params)
+    with _record.stop_recording():
+        value = form(*inputs, *params)
+        if any(value is x for x in inputs):
+            value = tf.identity(value)
+    if _record.could_possibly_record():
+
+        def grad(dy):
+            return [
+                _sum_to(tf.math.multiply(dy, _eager_partial(op, order, up, inputs, params)), x)
+                for up, x in zip(_one_order_up(index), inputs)
+            ]
+
+        _record.record_operation(op, [value], list(inputs), grad)
+    return value
+
+
+def _one_order_up(index):
+    """The multi-indices one order above `index`, one per input."""
+    return [index[:i] + (n + 1,) + index[i + 1 :] for i, n in enumerate(index)]
+
+
+def _sum_to(grad, like):
+    """`grad` summed over the axes that broadcasting added to `like`'s shape."""
+    if grad.shape == like.shape and grad.shape.is_fully_defined():
+        return grad
+    axes, _ = tf.raw_ops.BroadcastGradientArgs(s0=tf.shape(like), s1=tf.shape(grad))
+    return tf.reshape(tf.reduce_sum(grad, axis=axes), tf.shape(like))
 
 
 @tf.custom_gradient
@@ -193,11 +319,3 @@ def _zero_tangent(x):
         return dy
 
     return tf.zeros_like(x), grad
-
-
-def _sum_to(grad, like):
-    """`grad` summed over the axes that broadcasting added to `like`'s shape."""
-    if grad.shape == like.shape and grad.shape.is_fully_defined():
-        return grad
-    axes, _ = tf.raw_ops.BroadcastGradientArgs(s0=tf.shape(like), s1=tf.shape(grad))
-    return tf.reshape(tf.reduce_sum(grad, axis=axes), tf.shape(like))

@@ -8,6 +8,11 @@ The logit log(p / (1 - p)), the inverse of sigmoid, on (0, 1).
 
 import tensorflow as tf
 
+try:  # what tf.custom_gradient records with; eager mode records through it directly
+    from tensorflow.python.eager import record as _record
+except ImportError:  # without it, eager mode takes the tf.custom_gradient path too
+    _record = None
+
 __all__ = ["logit"]
 
 _COMPUTE_DTYPES = {
@@ -40,7 +45,19 @@ def logit(p):
     (p,), dtype = _float_inputs("logit", p)
     compute = _COMPUTE_DTYPES[dtype]
     if compute != dtype:
-        return tf.cast(_logit_op(tf.cast(p, compute)), dtype)
+        return tf.cast(_logit_dispatch(tf.cast(p, compute)), dtype)
+    return _logit_dispatch(p)
+
+
+def _logit_dispatch(p):
+    """logit in the compute dtype: one recorded op per order in eager mode, else the jet.
+
+    Eager mode records each derivative only when a tape or accumulator can use it
+    (_eager_partial); graphs (tf.function, XLA, SavedModel, TF1) get the
+    tf.custom_gradient op _logit_op.
+    """
+    if _record is not None and tf.executing_eagerly():
+        return _eager_partial("logit", 2, (0,), (p,), ())
     return _logit_op(p)
 
 
@@ -48,7 +65,7 @@ def logit(p):
 def _logit_op(p):
     """logit with custom derivatives of orders 1 to 2.
 
-    The gradient is the Taylor jet of the stable forms in _logit_jet.
+    The gradient is the Taylor jet of the stable forms below, in t = x - x0 = 0.
     """
     p0 = tf.stop_gradient(p)
     value = _logit_value(p0)
@@ -57,7 +74,8 @@ def _logit_op(p):
         p0 = tf.stop_gradient(p)
         t_p = _zero_tangent(p)
         p_last = _nan_free_gradient(tf.math.add(p0, tf.math.truediv(t_p, 2.0)))
-        d_p, d_pp = _logit_jet(p0, p_last)
+        d_p = _logit_d_p(p0)
+        d_pp = _logit_d_pp(p_last)
         g_p = tf.math.add_n([
             d_p,
             tf.math.multiply_no_nan(d_pp, t_p),
@@ -80,32 +98,45 @@ def _logit_value(p):
     return value
 
 
-def _logit_jet(p0, p_last):
-    """Derivatives of orders 1 to 2 at the stopped inputs (order 2 at p_last).
+def _logit_d_p(p):
+    """f' of logit.
 
     f' = (1 - p)*(p/(1 - p)**2 + 1/(1 - p))/p
     form (factor): -1/(p*(p - 1))
     measured float32 mean 0.18 / p99 1.0 bits, float64 mean 0.16 / p99 1.0 bits
+    """
+    v0 = tf.math.subtract(p, 1.0)
+    v1 = tf.math.multiply(p, v0)
+    v2 = 1.0 / v1
+    d_p = tf.math.negative(v2)
+    return d_p
+
+
+def _logit_d_pp(p):
+    """f'' of logit (the last custom order: autodiff beyond it differentiates this form).
 
     f'' = (1 - p)*(2*p/(1 - p)**3 + 2/(1 - p)**2)/p - (p/(1 - p)**2 + 1/(1 - p))/p - (1 -
         p)*(p/(1 - p)**2 + 1/(1 - p))/p**2
     form (factor+reciprocal powers): (2*p - 1)*(1/p)**2*(1/(p - 1))**2
     measured float32 mean 0.61 / p99 2.0 bits, float64 mean 0.57 / p99 2.0 bits
     """
-    v0 = tf.math.subtract(p0, 1.0)
-    v1 = tf.math.multiply(p0, v0)
-    v2 = 1.0 / v1
-    d_p = tf.math.negative(v2)
-    v4 = tf.math.multiply(p_last, 2.0)
-    v5 = tf.math.subtract(v4, 1.0)
-    v6 = 1.0 / p_last
+    v0 = tf.math.multiply(p, 2.0)
+    v1 = tf.math.subtract(v0, 1.0)
+    v2 = 1.0 / p
+    v3 = tf.math.square(v2)
+    v4 = tf.math.multiply(v1, v3)
+    v5 = tf.math.subtract(p, 1.0)
+    v6 = 1.0 / v5
     v7 = tf.math.square(v6)
-    v8 = tf.math.multiply(v5, v7)
-    v9 = tf.math.subtract(p_last, 1.0)
-    v10 = 1.0 / v9
-    v11 = tf.math.square(v10)
-    d_pp = tf.math.multiply(v8, v11)
-    return d_p, d_pp
+    d_pp = tf.math.multiply(v4, v7)
+    return d_pp
+
+
+_PARTIALS = {
+    (0,): _logit_value,
+    (1,): _logit_d_p,
+    (2,): _logit_d_pp,
+}
 
 
 def _float_inputs(op, *values):
@@ -123,6 +154,32 @@ def _float_inputs(op, *values):
                 f"got {', '.join(t.dtype.name for t in tensors)}"
             )
     return tensors, tensors[0].dtype
+
+
+def _eager_partial(op, order, index, inputs, params):
+    """The derivative `index` of `op` at `inputs` (eager mode), with its gradient.
+
+    What tf.custom_gradient does, without its per-call cost: the form is computed with
+    recording stopped, and recorded as one op only while a tape or accumulator can use it;
+    its gradient is the derivative one order up, recorded the same way when it is asked for.
+    The last custom order is computed on the live input, so autodiff beyond `order`
+    differentiates its form.
+    """
+    (x,), (n,) = inputs, index
+    form = _PARTIALS[index]
+    if n == order:
+        return form(x, *params)
+    with _record.stop_recording():
+        value = form(x, *params)
+        if value is x:
+            value = tf.identity(value)
+    if _record.could_possibly_record():
+
+        def grad(dy):
+            return [tf.math.multiply(dy, _eager_partial(op, order, (n + 1,), inputs, params))]
+
+        _record.record_operation(op, [value], [x], grad)
+    return value
 
 
 @tf.custom_gradient
