@@ -154,18 +154,27 @@ def _samples(spec: Spec, exact_expr: sp.Expr, n: int) -> _Samples:
     return _Samples(points, exact)
 
 
-def _bits(form, spec, samples: _Samples) -> dict[str, np.ndarray]:
+def _as_shipped(form, spec: Spec, samples: _Samples, dtype: str, promoted: bool) -> np.ndarray:
+    """`form` at the sample points of `dtype`, computed as the op will: float32 in float64
+    when `promoted`."""
+    if dtype == "float32" and promoted:
+        with np.errstate(over="ignore"):  # float64 values beyond float32's range round to inf
+            return evaluate(form, spec, samples.points[dtype], "float64").astype(np.float32)
+    return evaluate(form, spec, samples.points[dtype], dtype)
+
+
+def _bits(form, spec, samples: _Samples, promoted: bool = False) -> dict[str, np.ndarray]:
     out = {}
     for dtype in accuracy.DTYPES:
-        approx = evaluate(form, spec, samples.points[dtype], dtype)
+        approx = _as_shipped(form, spec, samples, dtype, promoted)
         out[dtype] = accuracy.bits_error(approx, samples.exact[dtype], dtype)
     return out
 
 
-def measure(label: str, form, spec: Spec, samples: _Samples) -> Candidate:
+def measure(label: str, form, spec: Spec, samples: _Samples, promoted: bool = False) -> Candidate:
     figures, blowups, bad = [], 0, 0
     for d in accuracy.DTYPES:
-        approx = evaluate(form, spec, samples.points[d], d)
+        approx = _as_shipped(form, spec, samples, d, promoted)
         figures.append(accuracy.figures(approx, samples.exact[d], d))
         blowups += int(np.sum(np.isfinite(samples.exact[d]) & ~np.isfinite(approx)))
         bits = accuracy.bits_error(approx, samples.exact[d], d)
@@ -189,12 +198,6 @@ def equals_exact(form: sp.Expr, exact: sp.Expr, spec: Spec) -> bool:
     return bool(np.array_equal(a, b, equal_nan=True))
 
 
-def _promoted_figures(form, spec: Spec, samples: _Samples) -> accuracy.Figures:
-    with np.errstate(over="ignore"):  # float64 values beyond float32's range round to inf
-        approx = evaluate(form, spec, samples.points["float32"], "float64").astype(np.float32)
-    return accuracy.figures(approx, samples.exact["float32"], "float32")
-
-
 def _outside_domain(form: Regimes, domain: tuple[float, float], exact: sp.Expr) -> Regimes:
     """Below and above a finite domain, the derivative as SymPy wrote it: no piece chosen for
     the domain may claim values there (xlogx(-1) must be NaN, not a zero piece's 0)."""
@@ -209,37 +212,60 @@ def _outside_domain(form: Regimes, domain: tuple[float, float], exact: sp.Expr) 
     return Regimes(form.arg, tuple(bounds), tuple(forms), tuple(closed))
 
 
-def choose(spec: Spec, partial: Partial, n: int = SAMPLES) -> Choice:
-    """Measure every candidate of one partial and return the best, with regimes if needed."""
-    samples = _samples(spec, partial.expr, n)
-    tried = []
-    bits = {}
+def valid_candidates(spec: Spec, partial: Partial) -> list[tuple[str, object]]:
+    """The candidate forms of one partial that equal it (series are exempt: they are
+    approximations, kept only where they measure well)."""
+    out = []
     for label, form in candidates(partial.expr, spec.arg_symbols):
         is_series = label.startswith("series")
-        if not is_series and label != "sympy" and not equals_exact(form, partial.expr, spec):
-            continue
-        candidate = measure(label, form, spec, samples)
-        tried.append(candidate)
-        bits[label] = _bits(form, spec, samples)
+        if is_series or label == "sympy" or equals_exact(form, partial.expr, spec):
+            out.append((label, form))
+    return out
+
+
+def _best(spec: Spec, partial: Partial, samples: _Samples, forms, promoted: bool):
+    """(best candidate, every candidate measured), with regimes where no single form keeps
+    the promise."""
+    tried, bits = [], {}
+    for label, form in forms:
+        tried.append(measure(label, form, spec, samples, promoted))
+        bits[label] = _bits(form, spec, samples, promoted)
     best = min((c for c in tried if not c.label.startswith("series")), key=Candidate.rank)
     if (not best.keeps_promise() or best.blowups) and len(spec.args) == 1:
         regimes = best_regimes(tried, bits, samples.points, spec.arg_symbols[0])
         if regimes is not None:
             form = _outside_domain(regimes.form, spec.domain[0], partial.expr)
-            piecewise = measure(f"regimes({regimes.label})", form, spec, samples)
+            piecewise = measure(f"regimes({regimes.label})", form, spec, samples, promoted)
             tried.append(piecewise)
             best = min((best, piecewise), key=Candidate.rank)
-    promoted = None
+    return best, tuple(tried)
+
+
+def choose(
+    spec: Spec, partial: Partial, n: int = SAMPLES, promoted: bool = False, forms=None
+) -> Choice:
+    """Measure every candidate of one partial and return the best, with regimes if needed.
+
+    With `promoted`, float32 is measured as an op computing it in float64 ships it.
+    """
+    samples = _samples(spec, partial.expr, n)
+    if forms is None:
+        forms = valid_candidates(spec, partial)
+    best, tried = _best(spec, partial, samples, forms, promoted)
+    if promoted:
+        return Choice(partial.index, partial.expr, best, tried, True, best.figures[0])
+    promoted_figures = None
     if not best.figures[0].keeps_promise():
-        promoted = _promoted_figures(best.form, spec, samples)
-    promote = promoted is not None and promoted.keeps_promise()
-    return Choice(partial.index, partial.expr, best, tuple(tried), promote, promoted)
+        promoted_figures = measure(best.label, best.form, spec, samples, True).figures[0]
+    promote = promoted_figures is not None and promoted_figures.keeps_promise()
+    return Choice(partial.index, partial.expr, best, tried, promote, promoted_figures)
 
 
-def _choose_or_explain(spec: Spec, partial: Partial) -> Choice:
-    """`choose`, with what hogen cannot evaluate turned into an error that names the partial."""
+def _explained(spec: Spec, partial: Partial, step, *args):
+    """`step(spec, partial, *args)`, with what hogen cannot evaluate turned into an error that
+    names the partial."""
     try:
-        return choose(spec, partial)
+        return step(spec, partial, *args)
     except TypeError as error:  # the reference or the lowering met a function it lacks
         raise DeriveError(
             f"{spec.path}: the order-{partial.order} derivative {partial.index} = "
@@ -248,6 +274,18 @@ def _choose_or_explain(spec: Spec, partial: Partial) -> Choice:
 
 
 def stabilize(derivatives: Derivatives) -> StableForms:
-    """Choose a form for every partial of every order."""
-    spec = derivatives.spec
-    return StableForms(spec, tuple(_choose_or_explain(spec, p) for p in derivatives.partials))
+    """Choose a form for every partial of every order.
+
+    If any order needs float32 computed in float64, the op computes every order that way, so
+    every order is chosen again measuring float32 as it will ship (the same candidates).
+    """
+    spec, partials = derivatives.spec, derivatives.partials
+    forms = [_explained(spec, p, valid_candidates) for p in partials]
+    choices = tuple(
+        _explained(spec, p, choose, SAMPLES, False, f) for p, f in zip(partials, forms)
+    )
+    if any(c.promote_float32 for c in choices):
+        choices = tuple(
+            _explained(spec, p, choose, SAMPLES, True, f) for p, f in zip(partials, forms)
+        )
+    return StableForms(spec, choices)
