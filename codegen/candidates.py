@@ -27,13 +27,13 @@ SERIES_TERMS = (3, 6, 10, 16)
 SERIES_SECONDS = 3.0
 
 
-class _SeriesTimeout(Exception):
+class SymPyTimeout(Exception):
     pass
 
 
 @contextlib.contextmanager
-def _time_limit(seconds: float):
-    """Raise _SeriesTimeout after `seconds` (main thread on POSIX; elsewhere no limit).
+def time_limit(seconds: float):
+    """Raise SymPyTimeout after `seconds` (main thread on POSIX; elsewhere no limit).
 
     An alarm already pending (a caller's own limit) is re-armed afterwards with what is left.
     """
@@ -45,7 +45,7 @@ def _time_limit(seconds: float):
         return
 
     def expire(signum, frame):
-        raise _SeriesTimeout
+        raise SymPyTimeout
 
     outer, _ = signal.getitimer(signal.ITIMER_REAL)
     previous = signal.signal(signal.SIGALRM, expire)
@@ -199,7 +199,7 @@ def series_forms(expr: sp.Expr, arg: sp.Symbol, point: int = 0) -> list[tuple[st
     """Taylor polynomials of `expr` about `point`, several degrees, for cancellation near it."""
     out = []
     try:
-        with _time_limit(SERIES_SECONDS):
+        with time_limit(SERIES_SECONDS):
             longest = sp.series(expr, arg, point, max(SERIES_TERMS)).removeO()
     except Exception:  # noqa: BLE001 - SymPy raises many kinds for series it cannot do
         return out

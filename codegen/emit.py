@@ -49,9 +49,20 @@ def describe_form(form) -> str:
             *(repr(b) + ("]" if form.is_closed(i) else ")") for i, b in enumerate(form.bounds)),
             "inf)",
         ]
-        pieces = [f"{lo}, {hi}: {sp.sstr(f)}" for lo, hi, f in zip(lows, highs, form.forms)]
+        pieces = [
+            f"{_interval(lo, hi)}: {sp.sstr(f)}" for lo, hi, f in zip(lows, highs, form.forms)
+        ]
         return "; ".join(pieces)
     return sp.sstr(form)
+
+
+def _interval(low: str, high: str) -> str:
+    """A piece's interval; a piece holding only an infinity reads `at -inf` or `at inf`."""
+    if low == "(-inf" and high == "-inf]":
+        return "at -inf"
+    if low == "[inf" and high == "inf)":
+        return "at inf"
+    return f"{low}, {high}"
 
 
 def _figures_text(choice: Choice) -> str:
@@ -120,6 +131,8 @@ def _program_lines(program: Program, outputs: list[str], zeros_like: str) -> lis
 
 
 def _operand(value, rename) -> str:
+    if isinstance(value, float) and math.isinf(value):
+        return f'float("{value!r}")'
     if isinstance(value, float):
         return repr(value)
     return rename.get(value, value)
@@ -159,8 +172,8 @@ def _tf_expr(op: str, operands, rename) -> str:
         return f"tf.clip_by_value({a[0]}, {a[1]}, {a[2]})"
     if op == "fill_like" and operands[1] == 0.0:  # sign(x) * 0 is 0, and NaN for NaN
         return f"tf.math.multiply(tf.math.sign({a[0]}), 0.0)"
-    if op == "fill_like":
-        return f"tf.math.add(tf.zeros_like({a[0]}), {a[1]})"
+    if op == "fill_like":  # sign(x) * 0 + c is c, and NaN for NaN
+        return f"tf.math.add(tf.math.multiply(tf.math.sign({a[0]}), 0.0), {a[1]})"
     if op == "where_less_equal":
         return f"tf.where(tf.math.less_equal({a[0]}, {a[1]}), {a[2]}, {a[3]})"
     if op == "where_less":

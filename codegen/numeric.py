@@ -57,8 +57,8 @@ def _apply(op: str, args: list[np.ndarray], dtype) -> np.ndarray:
         out = _UNARY[op](args[0])
     elif op == "clip":
         out = np.clip(args[0], args[1], args[2])
-    elif op == "fill_like":  # a zero piece keeps NaN in, as TensorFlow's sign(x) * 0 does
-        out = np.sign(args[0]) * 0 if args[1] == 0 else np.full_like(args[0], args[1])
+    elif op == "fill_like":  # a constant piece keeps NaN in, as TensorFlow's sign(x) * 0 does
+        out = np.sign(args[0]) * 0 if args[1] == 0 else np.sign(args[0]) * 0 + args[1]
     elif op == "where_less_equal":
         out = np.where(args[0] <= args[1], args[2], args[3])
     elif op == "where_less":

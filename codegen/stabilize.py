@@ -16,7 +16,7 @@ float32 in float64.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import sympy as sp
@@ -24,6 +24,7 @@ import sympy as sp
 from codegen import accuracy
 from codegen.candidates import candidates
 from codegen.derive import Derivatives, DeriveError, Partial
+from codegen.limits import with_limits
 from codegen.lower import Regimes, lower, op_count
 from codegen.numeric import run
 from codegen.regimes import best_regimes
@@ -252,6 +253,7 @@ def choose(
     if forms is None:
         forms = valid_candidates(spec, partial)
     best, tried = _best(spec, partial, samples, forms, promoted)
+    best = _at_infinity(best, spec, partial, promoted)
     if promoted:
         return Choice(partial.index, partial.expr, best, tried, True, best.figures[0])
     promoted_figures = None
@@ -259,6 +261,22 @@ def choose(
         promoted_figures = measure(best.label, best.form, spec, samples, True).figures[0]
     promote = promoted_figures is not None and promoted_figures.keeps_promise()
     return Choice(partial.index, partial.expr, best, tried, promote, promoted_figures)
+
+
+def _at_infinity(best: Candidate, spec: Spec, partial: Partial, promoted: bool) -> Candidate:
+    """`best` with pieces at ±inf where its form misses the derivative's limit (`limits`)."""
+    if len(spec.args) != 1:
+        return best
+
+    def as_shipped(form, points, dtype):
+        compute = "float64" if promoted else dtype
+        return evaluate(form, spec, points.astype(compute), compute).astype(dtype)
+
+    exact = partial.expr.subs(_param_values(spec))
+    form = with_limits(best.form, exact, spec.arg_symbols[0], spec.domain[0], as_shipped)
+    if form is best.form:
+        return best
+    return replace(best, label=f"{best.label}+limits at inf", form=form, ops=op_count(form))
 
 
 def _explained(spec: Spec, partial: Partial, step, *args):

@@ -89,14 +89,16 @@ def _gelu_value(x):
     """The value of gelu.
 
     f = x*(erf(sqrt(2)*x/2) + 1)/2
-    form (sympy+rules(erfc)): x*erfc(-sqrt(2)*x/2)/2
+    form (sympy+rules(erfc)+limits at inf): at -inf: 0; (-inf, inf): x*erfc(-sqrt(2)*x/2)/2
     measured float32 mean 0.19 / p99 3.2 bits, float64 mean 0.26 / p99 5.8 bits
     """
-    v0 = tf.math.multiply(x, 0.5)
-    v1 = tf.math.multiply(x, 0.7071067811865476)
-    v2 = tf.math.negative(v1)
-    v3 = tf.math.erfc(v2)
-    value = tf.math.multiply(v0, v3)
+    v0 = tf.math.multiply(tf.math.sign(x), 0.0)
+    v1 = tf.math.multiply(x, 0.5)
+    v2 = tf.math.multiply(x, 0.7071067811865476)
+    v3 = tf.math.negative(v2)
+    v4 = tf.math.erfc(v3)
+    v5 = tf.math.multiply(v1, v4)
+    value = tf.where(tf.math.less_equal(x, float("-inf")), v0, v5)
     return value
 
 
@@ -104,24 +106,29 @@ def _gelu_d_x(x):
     """f' of gelu.
 
     f' = sqrt(2)*x*exp(-x**2/2)/(2*sqrt(pi)) + erf(sqrt(2)*x/2)/2 + 1/2
-    form (sympy+absorb exp+rules(erfc)): erfc(-sqrt(2)*x/2)/2 + sign(x)*exp(-x**2/2 +
-        log(sqrt(2)*Abs(x)/(2*sqrt(pi))))
+    form (sympy+absorb exp+rules(erfc)+limits at inf): at -inf: 0; (-inf, inf):
+        erfc(-sqrt(2)*x/2)/2 + sign(x)*exp(-x**2/2 + log(sqrt(2)*Abs(x)/(2*sqrt(pi)))); at inf:
+        1
     measured float32 mean 0.26 / p99 2.8 bits, float64 mean 0.26 / p99 4.5 bits
     """
-    v0 = tf.math.sign(x)
-    v1 = tf.math.abs(x)
-    v2 = tf.math.multiply(v1, 0.3989422804014327)
-    v3 = tf.math.log(v2)
-    v4 = tf.math.square(x)
-    v5 = tf.math.multiply(v4, 0.5)
-    v6 = tf.math.subtract(v3, v5)
-    v7 = tf.math.exp(v6)
-    v8 = tf.math.multiply(v0, v7)
-    v9 = tf.math.multiply(x, 0.7071067811865476)
-    v10 = tf.math.negative(v9)
-    v11 = tf.math.erfc(v10)
-    v12 = tf.math.multiply(v11, 0.5)
-    d_x = tf.math.add(v8, v12)
+    v0 = tf.math.multiply(tf.math.sign(x), 0.0)
+    v1 = tf.math.sign(x)
+    v2 = tf.math.abs(x)
+    v3 = tf.math.multiply(v2, 0.3989422804014327)
+    v4 = tf.math.log(v3)
+    v5 = tf.math.square(x)
+    v6 = tf.math.multiply(v5, 0.5)
+    v7 = tf.math.subtract(v4, v6)
+    v8 = tf.math.exp(v7)
+    v9 = tf.math.multiply(v1, v8)
+    v10 = tf.math.multiply(x, 0.7071067811865476)
+    v11 = tf.math.negative(v10)
+    v12 = tf.math.erfc(v11)
+    v13 = tf.math.multiply(v12, 0.5)
+    v14 = tf.math.add(v9, v13)
+    v15 = tf.math.add(tf.math.multiply(tf.math.sign(x), 0.0), 1.0)
+    v16 = tf.where(tf.math.less(x, float("inf")), v14, v15)
+    d_x = tf.where(tf.math.less_equal(x, float("-inf")), v0, v16)
     return d_x
 
 

@@ -89,25 +89,27 @@ def _silu_value(x):
     """The value of silu.
 
     f = x/(1 + exp(-x))
-    form (regimes(cancel+absorb exp | sympy)): (-inf, -700.0): sign(x)*exp(x +
-        log(Abs(x)/(exp(x) + 1))); [-700.0, inf): x/(1 + exp(-x))
+    form (regimes(cancel+absorb exp | sympy)+limits at inf): at -inf: 0; (-inf, -700.0):
+        sign(x)*exp(x + log(Abs(x)/(exp(x) + 1))); [-700.0, inf): x/(1 + exp(-x))
     measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.15 / p99 1.0 bits (float32
         computed in float64)
     """
-    v0 = tf.math.sign(x)
-    v1 = tf.math.abs(x)
-    v2 = tf.math.exp(x)
-    v3 = tf.math.add(v2, 1.0)
-    v4 = tf.math.truediv(v1, v3)
-    v5 = tf.math.log(v4)
-    v6 = tf.math.add(x, v5)
-    v7 = tf.math.exp(v6)
-    v8 = tf.math.multiply(v0, v7)
-    v9 = tf.math.negative(x)
-    v10 = tf.math.exp(v9)
-    v11 = tf.math.add(v10, 1.0)
-    v12 = tf.math.truediv(x, v11)
-    value = tf.where(tf.math.less(x, -700.0), v8, v12)
+    v0 = tf.math.multiply(tf.math.sign(x), 0.0)
+    v1 = tf.math.sign(x)
+    v2 = tf.math.abs(x)
+    v3 = tf.math.exp(x)
+    v4 = tf.math.add(v3, 1.0)
+    v5 = tf.math.truediv(v2, v4)
+    v6 = tf.math.log(v5)
+    v7 = tf.math.add(x, v6)
+    v8 = tf.math.exp(v7)
+    v9 = tf.math.multiply(v1, v8)
+    v10 = tf.math.negative(x)
+    v11 = tf.math.exp(v10)
+    v12 = tf.math.add(v11, 1.0)
+    v13 = tf.math.truediv(x, v12)
+    v14 = tf.where(tf.math.less(x, -700.0), v9, v13)
+    value = tf.where(tf.math.less_equal(x, float("-inf")), v0, v14)
     return value
 
 
@@ -115,30 +117,34 @@ def _silu_d_x(x):
     """f' of silu.
 
     f' = x*exp(-x)/(1 + exp(-x))**2 + 1/(1 + exp(-x))
-    form (regimes(factor+rules(exp_sigmoid,sigmoid) | sympy+absorb exp+rules(sigmoid))): (-inf,
-        -1.01): (x + exp(x) + 1)*sigmoid(-x)*sigmoid(x); [-1.01, inf): sigmoid(x) +
-        sign(x)*exp(-x + log(Abs(x)*sigmoid(x)**2))
+    form (regimes(factor+rules(exp_sigmoid,sigmoid) | sympy+absorb exp+rules(sigmoid))+limits at
+        inf): at -inf: 0; (-inf, -1.01): (x + exp(x) + 1)*sigmoid(-x)*sigmoid(x); [-1.01, inf):
+        sigmoid(x) + sign(x)*exp(-x + log(Abs(x)*sigmoid(x)**2)); at inf: 1
     measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.19 / p99 1.0 bits (float32
         computed in float64)
     """
-    v0 = tf.math.add(x, 1.0)
-    v1 = tf.math.exp(x)
-    v2 = tf.math.add(v0, v1)
-    v3 = tf.math.sigmoid(x)
-    v4 = tf.math.multiply(v2, v3)
-    v5 = tf.math.negative(x)
-    v6 = tf.math.sigmoid(v5)
-    v7 = tf.math.multiply(v4, v6)
-    v8 = tf.math.sign(x)
-    v9 = tf.math.square(v3)
-    v10 = tf.math.abs(x)
-    v11 = tf.math.multiply(v9, v10)
-    v12 = tf.math.log(v11)
-    v13 = tf.math.subtract(v12, x)
-    v14 = tf.math.exp(v13)
-    v15 = tf.math.multiply(v8, v14)
-    v16 = tf.math.add(v15, v3)
-    d_x = tf.where(tf.math.less(x, -1.01), v7, v16)
+    v0 = tf.math.multiply(tf.math.sign(x), 0.0)
+    v1 = tf.math.add(x, 1.0)
+    v2 = tf.math.exp(x)
+    v3 = tf.math.add(v1, v2)
+    v4 = tf.math.sigmoid(x)
+    v5 = tf.math.multiply(v3, v4)
+    v6 = tf.math.negative(x)
+    v7 = tf.math.sigmoid(v6)
+    v8 = tf.math.multiply(v5, v7)
+    v9 = tf.math.sign(x)
+    v10 = tf.math.square(v4)
+    v11 = tf.math.abs(x)
+    v12 = tf.math.multiply(v10, v11)
+    v13 = tf.math.log(v12)
+    v14 = tf.math.subtract(v13, x)
+    v15 = tf.math.exp(v14)
+    v16 = tf.math.multiply(v9, v15)
+    v17 = tf.math.add(v16, v4)
+    v18 = tf.math.add(tf.math.multiply(tf.math.sign(x), 0.0), 1.0)
+    v19 = tf.where(tf.math.less(x, float("inf")), v17, v18)
+    v20 = tf.where(tf.math.less(x, -1.01), v8, v19)
+    d_x = tf.where(tf.math.less_equal(x, float("-inf")), v0, v20)
     return d_x
 
 

@@ -1,0 +1,74 @@
+"""codegen.limits: constant pieces at ±inf where a form misses its derivative's limit.
+
+Expected limits are the textbook ones (silu' tends to 1 and 0, gelu tends to 0 at -inf);
+the forms are evaluated by the NumPy mirror of TensorFlow.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import sympy as sp
+
+from codegen.functions import sigmoid
+from codegen.limits import with_limits
+from codegen.lower import Regimes, lower
+from codegen.numeric import run
+
+x = sp.Symbol("x", real=True)
+ALL_REALS = (-math.inf, math.inf)
+
+
+def _evaluate(form, points, dtype):
+    program = lower([form], {x: "x"})
+    return run(program, {"x": points[:, 0]}, dtype)[0]
+
+
+def _at(form, values, dtype="float64"):
+    return _evaluate(form, np.array(values, dtype=np.float64).reshape(-1, 1), dtype)
+
+
+SILU_D1 = x * sigmoid(-x) * sigmoid(x) + sigmoid(x)
+SILU_D1_EXACT = sp.diff(x / (1 + sp.exp(-x)), x)
+
+
+def test_silu_first_derivative_gets_its_limits_at_both_infinities():
+    assert np.isnan(_at(SILU_D1, [math.inf, -math.inf])).all(), "inf * 0 before the fix"
+    fixed = with_limits(SILU_D1, SILU_D1_EXACT, x, ALL_REALS, _evaluate)
+    assert isinstance(fixed, Regimes)
+    assert fixed.forms == (0, SILU_D1, 1)
+    for dtype in ("float32", "float64"):
+        np.testing.assert_array_equal(_at(fixed, [-math.inf, math.inf], dtype), [0.0, 1.0])
+
+
+def test_finite_points_and_nan_are_untouched():
+    fixed = with_limits(SILU_D1, SILU_D1_EXACT, x, ALL_REALS, _evaluate)
+    points = [-700.0, -3.0, -1e-300, 0.0, 2.5, 40.0, 1e300]
+    np.testing.assert_array_equal(_at(fixed, points), _at(SILU_D1, points))
+    assert np.isnan(_at(fixed, [math.nan])).all(), "NaN in gives NaN out"
+
+
+def test_a_form_right_at_infinity_is_returned_as_is():
+    form = sigmoid(x)
+    assert with_limits(form, 1 / (1 + sp.exp(-x)), x, ALL_REALS, _evaluate) is form
+
+
+def test_a_finite_domain_end_gets_no_piece():
+    form = x * sp.log(x)
+    assert with_limits(form, form, x, (0.0, 1.0), _evaluate) is form
+
+
+def test_an_infinite_limit_gets_no_piece():
+    form = x * sigmoid(x)  # x * sigmoid(x) at +inf is inf: already the limit; -inf: NaN
+    fixed = with_limits(form, x / (1 + sp.exp(-x)), x, ALL_REALS, _evaluate)
+    assert isinstance(fixed, Regimes) and fixed.bounds == (-math.inf,)
+    np.testing.assert_array_equal(_at(fixed, [-math.inf, math.inf]), [0.0, math.inf])
+
+
+def test_gelu_value_at_minus_infinity_is_zero():
+    exact = x / 2 * (1 + sp.erf(x / sp.sqrt(2)))
+    form = x * sp.erfc(-x / sp.sqrt(2)) / 2
+    fixed = with_limits(form, exact, x, ALL_REALS, _evaluate)
+    assert fixed.bounds == (-math.inf,)
+    assert _at(fixed, [-math.inf])[0] == 0.0
