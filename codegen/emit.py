@@ -174,11 +174,21 @@ def _tf_expr(op: str, operands, rename) -> str:
         return f"tf.math.multiply(tf.math.sign({a[0]}), 0.0)"
     if op == "fill_like":  # sign(x) * 0 + c is c, and NaN for NaN
         return f"tf.math.add(tf.math.multiply(tf.math.sign({a[0]}), 0.0), {a[1]})"
-    if op == "where_less_equal":
-        return f"tf.where(tf.math.less_equal({a[0]}, {a[1]}), {a[2]}, {a[3]})"
-    if op == "where_less":
-        return f"tf.where(tf.math.less({a[0]}, {a[1]}), {a[2]}, {a[3]})"
+    if op in _SELECTS:
+        chosen, other = (
+            f"tf.constant({v}, {a[0]}.dtype)" if isinstance(raw, float) else v
+            for v, raw in zip(a[2:], operands[2:])
+        )
+        return f"tf.where(tf.math.{_SELECTS[op]}({a[0]}, {a[1]}), {chosen}, {other})"
     return f"{ALL_FUNCTIONS[op].tf_name}({a[0]})"
+
+
+_SELECTS = {
+    "where_less": "less",
+    "where_less_equal": "less_equal",
+    "where_greater": "greater",
+    "where_greater_equal": "greater_equal",
+}
 
 
 def _is_pure_square(alpha) -> bool:

@@ -138,18 +138,30 @@ def _lower_add(b: _Builder, expr: sp.Add, env) -> str | float:
 
 
 def _lower_regimes(b: _Builder, regimes: Regimes, env) -> str | float:
+    """Selects over the pieces; NaN falls through to the last piece that is not a constant.
+
+    Pieces below the fall-through are chosen by `x < bound`, pieces above it by
+    `x >= bound`: both false for NaN, so NaN reaches a form that keeps it, and constant
+    pieces need no op of their own (a scalar in the select).
+    """
     x = env[regimes.arg]
     lows = (float("-inf"), *regimes.bounds)
     highs = (*regimes.bounds, float("inf"))
     values = []
     for form, low, high in zip(regimes.forms, lows, highs):
         if regimes.arg in form.free_symbols and x not in b.unclipped:
-            value = _lower(b, form, {**env, regimes.arg: b.emit("clip", x, low, high)})
+            values.append(_lower(b, form, {**env, regimes.arg: b.emit("clip", x, low, high)}))
         else:
-            value = _lower(b, form, env)
-        values.append(b.emit("fill_like", x, value) if isinstance(value, float) else value)
-    out = values[-1]
-    for i in reversed(range(len(regimes.bounds))):
+            values.append(_lower(b, form, env))
+    varying = [i for i, value in enumerate(values) if not isinstance(value, float)]
+    fall = varying[-1] if varying else len(values) - 1
+    out = values[fall]
+    if isinstance(out, float):  # every piece constant: sign(x) * 0 + c keeps NaN
+        out = b.emit("fill_like", x, out)
+    for j in range(fall + 1, len(values)):
+        op = "where_greater" if regimes.is_closed(j - 1) else "where_greater_equal"
+        out = b.emit(op, x, regimes.bounds[j - 1], values[j], out)
+    for i in reversed(range(fall)):
         op = "where_less_equal" if regimes.is_closed(i) else "where_less"
         out = b.emit(op, x, regimes.bounds[i], values[i], out)
     return out

@@ -63,6 +63,10 @@ def _apply(op: str, args: list[np.ndarray], dtype) -> np.ndarray:
         out = np.where(args[0] <= args[1], args[2], args[3])
     elif op == "where_less":
         out = np.where(args[0] < args[1], args[2], args[3])
+    elif op == "where_greater_equal":
+        out = np.where(args[0] >= args[1], args[2], args[3])
+    elif op == "where_greater":
+        out = np.where(args[0] > args[1], args[2], args[3])
     else:
         out = ALL_FUNCTIONS[op].numpy_func(args[0])
     return _flush_subnormals(np.asarray(out, dtype=dtype))

@@ -89,6 +89,10 @@ def run_tf(program: Program, inputs: dict[str, tf.Tensor]) -> tf.Tensor:
             values[step.target] = tf.where(args[0] <= args[1], args[2], args[3])
         elif step.op == "where_less":
             values[step.target] = tf.where(args[0] < args[1], args[2], args[3])
+        elif step.op == "where_greater_equal":
+            values[step.target] = tf.where(args[0] >= args[1], args[2], args[3])
+        elif step.op == "where_greater":
+            values[step.target] = tf.where(args[0] > args[1], args[2], args[3])
         else:
             values[step.target] = _tf_function(step.op)(args[0])
     out = value(program.outputs[0])

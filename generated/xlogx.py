@@ -95,9 +95,8 @@ def _xlogx_value(x):
     """
     v0 = tf.math.log(x)
     v1 = tf.math.multiply(x, v0)
-    v2 = tf.math.multiply(tf.math.sign(x), 0.0)
-    v3 = tf.where(tf.math.less_equal(x, 0.0), v2, v1)
-    value = tf.where(tf.math.less(x, 0.0), v1, v3)
+    v2 = tf.where(tf.math.less_equal(x, 0.0), tf.constant(0.0, x.dtype), v1)
+    value = tf.where(tf.math.less(x, 0.0), v1, v2)
     return value
 
 

@@ -146,6 +146,28 @@ def test_regimes_bound_belongs_to_the_upper_piece():
     np.testing.assert_array_equal(out, [-7.0, 1.0, 0.25, 7.0, 7.0])
 
 
+def test_constant_pieces_cost_no_op_and_nan_falls_to_a_form():
+    """Constants are scalars in the selects; NaN reaches the last non-constant piece."""
+    form = Regimes(x, (-1.0, 1.0), (sp.S(-7), x**2, sp.S(7)))
+    program = lower([form], ENV)
+    assert [s.op for s in program.steps] == [
+        "clip",
+        "square",
+        "where_greater_equal",
+        "where_less",
+    ]
+    (out,) = run(program, {"x": np.array([math.nan, -math.inf, math.inf])}, "float64")
+    assert np.isnan(out[0])
+    np.testing.assert_array_equal(out[1:], [-7.0, 7.0])
+
+
+def test_all_constant_pieces_keep_nan():
+    form = Regimes(x, (0.0,), (sp.S(-1), sp.S(1)))
+    (out,) = run(lower([form], ENV), {"x": np.array([math.nan, -2.0, 2.0])}, "float32")
+    assert np.isnan(out[0])
+    np.testing.assert_array_equal(out[1:], [-1.0, 1.0])
+
+
 def test_regimes_never_see_points_outside_their_piece():
     """A branch not taken is fed its clipped input: 1/x near 0 and exp(x) for huge x never
     produce inf or NaN that a select (or its gradient) could leak."""
@@ -166,7 +188,7 @@ def test_regimes_never_see_points_outside_their_piece():
         args = [_value(o, values, np.dtype("float64")) for o in step.operands]
         with np.errstate(all="ignore"):
             values[step.target] = _apply(step.op, args, np.dtype("float64"))
-        if step.op != "where_less":
+        if not step.op.startswith("where_"):
             assert np.isfinite(values[step.target]).all(), step
 
 
