@@ -105,6 +105,24 @@ def _same_bits(a, b):
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
+def test_the_recording_api_the_eager_path_uses_is_there():
+    """Pins the private TensorFlow API (what tf.custom_gradient calls in eager mode); if a
+    release changes it, this fails first and the modules fall back to tf.custom_gradient."""
+    import inspect
+
+    from tensorflow.python.eager import record
+
+    assert list(inspect.signature(record.record_operation).parameters)[:4] == [
+        "op_type",
+        "output_tensors",
+        "input_tensors",
+        "backward_function",
+    ]
+    assert callable(record.could_possibly_record)
+    with record.stop_recording():
+        pass
+
+
 @pytest.mark.parametrize("name", OPS)
 def test_eager_takes_the_recorded_path_not_the_jet(name, monkeypatch):
     module = _module(name)
