@@ -32,7 +32,7 @@ import sympy as sp
 
 from codegen import __version__, accuracy, names
 from codegen.derive import multi_indices
-from codegen.lower import Program, Regimes, lower_each
+from codegen.lower import Program, Regimes, free_symbols, lower_each
 from codegen.stabilize import Choice, StableForms
 from codegen.templates_env import render
 
@@ -49,20 +49,28 @@ def describe_form(form) -> str:
             *(repr(b) + ("]" if form.is_closed(i) else ")") for i, b in enumerate(form.bounds)),
             "inf)",
         ]
+        named = free_symbols(form) != {form.arg}  # several args: say which one is split
         pieces = [
-            f"{_interval(lo, hi)}: {sp.sstr(f)}" for lo, hi, f in zip(lows, highs, form.forms)
+            f"{_interval(lo, hi, form.arg if named else None)}: {_piece(f)}"
+            for lo, hi, f in zip(lows, highs, form.forms)
         ]
         return "; ".join(pieces)
     return sp.sstr(form)
 
 
-def _interval(low: str, high: str) -> str:
-    """A piece's interval; a piece holding only an infinity reads `at -inf` or `at inf`."""
+def _piece(form) -> str:
+    return f"[{describe_form(form)}]" if isinstance(form, Regimes) else sp.sstr(form)
+
+
+def _interval(low: str, high: str, arg=None) -> str:
+    """A piece's interval (`x in [a, b)` with several args); one holding only an infinity
+    reads `at -inf` or `at inf`."""
+    prefix = f"{arg} " if arg is not None else ""
     if low == "(-inf" and high == "-inf]":
-        return "at -inf"
+        return f"{prefix}at -inf"
     if low == "[inf" and high == "inf)":
-        return "at inf"
-    return f"{low}, {high}"
+        return f"{prefix}at inf"
+    return f"{prefix}{'in ' if arg is not None else ''}{low}, {high}"
 
 
 def _figures_text(choice: Choice) -> str:
@@ -163,6 +171,10 @@ def _tf_expr(op: str, operands, rename) -> str:
         return f"tf.math.divide_no_nan({a[0]}, {a[1]})"
     if op in ("square", "sqrt", "rsqrt", "maximum", "minimum", "pow"):
         return f"tf.math.{op}({', '.join(a)})"
+    if op == "no_neg_inf":  # -inf becomes the lowest finite float of the dtype
+        return f"tf.math.maximum({a[0]}, {a[0]}.dtype.min)"
+    if op == "no_pos_inf":
+        return f"tf.math.minimum({a[0]}, {a[0]}.dtype.max)"
     if op == "clip":
         lo, hi = operands[1], operands[2]
         if math.isinf(lo):
@@ -332,9 +344,7 @@ def _partials_table(forms: StableForms) -> list[str]:
 
 
 def _symbols_of(form) -> set:
-    if isinstance(form, Regimes):
-        return {form.arg}.union(*(f.free_symbols for f in form.forms))
-    return form.free_symbols
+    return free_symbols(form)
 
 
 def _domain_sentence(spec) -> str:

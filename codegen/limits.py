@@ -1,12 +1,14 @@
 """Values at infinity: where a chosen form misses the limit of its derivative at ±inf.
 
-In: a chosen form of one partial of a one-arg spec, the exact derivative, the spec.
-Out: the same form, with a piece at -inf and/or +inf returning the derivative's limit
-there, if the domain reaches that infinity, SymPy finds a finite limit in time, and the
-form as TensorFlow computes it (float32 and float64) does not already return it.
+In: a chosen form of one partial, the exact derivative, the args and their domains.
+Out: the same form, with a piece at -inf and/or +inf of an arg returning the derivative's
+limit there, if that arg's domain reaches that infinity, SymPy finds a finite limit in
+time, and the form as TensorFlow computes it (float32 and float64, the other args at a
+few finite values) does not already return it.
 
 Forms stable on the whole real line can still be NaN at ±inf: silu's f' written
-`x*sigmoid(-x)*sigmoid(x) + sigmoid(x)` is `inf*0` at +inf, where the derivative tends to 1.
+`x*sigmoid(-x)*sigmoid(x) + sigmoid(x)` is `inf*0` at +inf, where the derivative tends to
+1; hypot's x/hypot(x, y) is inf/inf at x = inf, where it tends to 1.
 The sample points are finite, so the stabilizer cannot see it; this stage checks the two
 points directly. NaN still gives NaN: the pieces are selected by `x <= -inf` and `x < inf`
 (false for NaN), and a constant piece keeps NaN in (`sign(x)*0 + c`).
@@ -26,51 +28,55 @@ from codegen.lower import Regimes
 LIMIT_SECONDS = 3.0
 
 
+OTHER_VALUES = (-2.5, -0.5, 0.5, 3.0)  # where the other args sit when one is infinite
+
+
 def _limit(expr: sp.Expr, arg: sp.Symbol, towards) -> sp.Expr | None:
-    """The finite real limit of `expr` as `arg` tends to `towards`, or None."""
+    """The finite real limit of `expr` as `arg` tends to `towards` (it may depend on the other
+    args), or None."""
     try:
         with time_limit(LIMIT_SECONDS):
             value = sp.limit(expr, arg, towards)
     except Exception:  # noqa: BLE001 - SymPy raises many kinds, and SymPyTimeout
         return None
-    if value.free_symbols or not (value.is_real and value.is_finite):
+    if arg in value.free_symbols or value.has(sp.Limit) or not value.is_real:
+        return None
+    if not value.is_finite:
         return None
     return value
 
 
-def _misses(form, evaluate, point: float, limit: sp.Expr) -> bool:
-    """True if `form` at `point`, in float32 or float64, is not `limit` (as that dtype rounds
-    it; a limit below the smallest normal may come out as 0)."""
+def _probe_points(args, domains, k: int, point: float) -> np.ndarray:
+    """Rows with arg k at `point` and every other arg at values inside its domain."""
+    columns = []
+    for i, (lo, hi) in enumerate(domains):
+        inside = [v for v in OTHER_VALUES if lo < v < hi] if i != k else [point]
+        columns.append(inside or [math.nan])
+    rows = np.array(np.meshgrid(*columns, indexing="ij")).reshape(len(args), -1).T
+    return rows[~np.isnan(rows).any(axis=1)]
+
+
+def _misses(form, evaluate, rows: np.ndarray, args, limit: sp.Expr) -> bool:
+    """True if `form` at `rows`, in float32 or float64, is not `limit` there (as that dtype
+    rounds it; a limit below the smallest normal may come out as 0)."""
     for dtype in accuracy.DTYPES:
         t = np.dtype(dtype).type
+        tiny = np.finfo(t).tiny
         with np.errstate(all="ignore"):
-            got = float(evaluate(form, np.array([[point]]), dtype)[0])
-            want = float(t(float(limit)))
-        if abs(want) < np.finfo(t).tiny:
-            want = 0.0
-        if not (got == want or (want == 0.0 and abs(got) < np.finfo(t).tiny)):
-            return True
+            got = evaluate(form, rows, dtype).astype(np.float64)
+            want = [float(t(float(limit.subs(dict(zip(args, row)))))) for row in rows]
+        for g, w in zip(got, want):
+            w = 0.0 if abs(w) < tiny else w
+            if not (g == w or (w == 0.0 and abs(g) < tiny) or math.isnan(w)):
+                return True
     return False
 
 
-def with_limits(form, exact: sp.Expr, arg: sp.Symbol, domain, evaluate):
-    """`form`, with constant pieces at the infinities of `domain` where it misses the limit.
-
-    `evaluate(form, points, dtype)` computes a form as TensorFlow will.
-    """
-    lo, hi = domain
-    below = above = None
-    if lo == -math.inf:
-        limit = _limit(exact, arg, -sp.oo)
-        if limit is not None and _misses(form, evaluate, -math.inf, limit):
-            below = limit
-    if hi == math.inf:
-        limit = _limit(exact, arg, sp.oo)
-        if limit is not None and _misses(form, evaluate, math.inf, limit):
-            above = limit
+def _with_pieces(form, arg: sp.Symbol, below, above):
+    """`form` with pieces for `arg` = -inf (`below`) and `arg` = inf (`above`), if not None."""
     if below is None and above is None:
         return form
-    if isinstance(form, Regimes):
+    if isinstance(form, Regimes) and form.arg == arg:
         bounds, forms = list(form.bounds), list(form.forms)
         closed = [form.is_closed(i) for i in range(len(bounds))]
     else:
@@ -80,3 +86,23 @@ def with_limits(form, exact: sp.Expr, arg: sp.Symbol, domain, evaluate):
     if above is not None:
         bounds, forms, closed = [*bounds, math.inf], [*forms, above], [*closed, False]
     return Regimes(arg, tuple(bounds), tuple(forms), tuple(closed))
+
+
+def with_limits(form, exact: sp.Expr, args, domains, evaluate):
+    """`form`, with pieces at the infinities of each arg's domain where it misses the limit.
+
+    `evaluate(form, rows, dtype)` computes a form as TensorFlow will. With several args, the
+    limit in one arg may depend on the others (logaddexp at x = -inf is y); pieces for the
+    later args enclose those of the earlier ones.
+    """
+    for k, (arg, (lo, hi)) in enumerate(zip(args, domains)):
+        pieces = []
+        for end, towards, point in ((lo, -sp.oo, -math.inf), (hi, sp.oo, math.inf)):
+            limit = _limit(exact, arg, towards) if end == point else None
+            rows = _probe_points(args, domains, k, point)
+            if limit is not None and len(rows) and _misses(form, evaluate, rows, args, limit):
+                pieces.append(limit)
+            else:
+                pieces.append(None)
+        form = _with_pieces(form, arg, *pieces)
+    return form

@@ -14,6 +14,7 @@ divide by zero, and no gradient of a branch not taken can turn into NaN.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import sympy as sp
@@ -148,9 +149,12 @@ def _lower_regimes(b: _Builder, regimes: Regimes, env) -> str | float:
     lows = (float("-inf"), *regimes.bounds)
     highs = (*regimes.bounds, float("inf"))
     values = []
-    for form, low, high in zip(regimes.forms, lows, highs):
-        if regimes.arg in form.free_symbols and x not in b.unclipped:
-            values.append(_lower(b, form, {**env, regimes.arg: b.emit("clip", x, low, high)}))
+    for i, (form, low, high) in enumerate(zip(regimes.forms, lows, highs)):
+        if regimes.arg in free_symbols(form) and x not in b.unclipped:
+            no_neg_inf = i > 0 and low == -math.inf  # a piece below owns -inf alone
+            no_pos_inf = i < len(regimes.forms) - 1 and high == math.inf
+            clipped = _clipped(b, x, low, high, no_neg_inf, no_pos_inf)
+            values.append(_lower(b, form, {**env, regimes.arg: clipped}))
         else:
             values.append(_lower(b, form, env))
     varying = [i for i, value in enumerate(values) if not isinstance(value, float)]
@@ -165,6 +169,22 @@ def _lower_regimes(b: _Builder, regimes: Regimes, env) -> str | float:
         op = "where_less_equal" if regimes.is_closed(i) else "where_less"
         out = b.emit(op, x, regimes.bounds[i], values[i], out)
     return out
+
+
+def _clipped(b: _Builder, x: str, low: float, high: float, no_neg_inf: bool, no_pos_inf: bool):
+    """`x` clipped into a piece's interval, so a branch not taken has a finite backward pass.
+
+    Where a neighbouring piece holds -inf or inf alone (a limit), this piece is clipped into
+    the finite floats on that side: its form there is discarded by the select, but its
+    gradient would be NaN.
+    """
+    if no_neg_inf:
+        x = b.emit("no_neg_inf", x)
+    if no_pos_inf:
+        x = b.emit("no_pos_inf", x)
+    if math.isinf(low) and math.isinf(high):
+        return x
+    return b.emit("clip", x, low, high)
 
 
 def _lower_hypot(b: _Builder, a, c) -> str:
@@ -229,14 +249,12 @@ def lower_each(pairs, prefix: str = "v", unclipped: frozenset = frozenset()) -> 
 
 def op_count(expr) -> int:
     """How many TensorFlow ops a form costs once lowered."""
-    symbols = sorted(_free_symbols(expr), key=str)
+    symbols = sorted(free_symbols(expr), key=str)
     return len(lower([expr], {s: s.name for s in symbols}).steps)
 
 
-def _free_symbols(expr) -> set:
+def free_symbols(expr) -> set:
+    """The symbols of a form; a Regimes' own arg and its pieces' (pieces may be Regimes)."""
     if isinstance(expr, Regimes):
-        out = {expr.arg}
-        for form in expr.forms:
-            out |= form.free_symbols
-        return out
+        return {expr.arg}.union(*(free_symbols(form) for form in expr.forms))
     return expr.free_symbols

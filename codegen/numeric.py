@@ -57,6 +57,10 @@ def _apply(op: str, args: list[np.ndarray], dtype) -> np.ndarray:
         out = _UNARY[op](args[0])
     elif op == "clip":
         out = np.clip(args[0], args[1], args[2])
+    elif op == "no_neg_inf":
+        out = np.maximum(args[0], np.finfo(dtype).min)
+    elif op == "no_pos_inf":
+        out = np.minimum(args[0], np.finfo(dtype).max)
     elif op == "fill_like":  # a constant piece keeps NaN in, as TensorFlow's sign(x) * 0 does
         out = np.sign(args[0]) * 0 if args[1] == 0 else np.sign(args[0]) * 0 + args[1]
     elif op == "where_less_equal":

@@ -103,7 +103,7 @@ def _param_values(spec: Spec) -> dict[sp.Symbol, sp.Expr]:
 
 def _with_params(form, values):
     if isinstance(form, Regimes):
-        forms = tuple(f.subs(values) for f in form.forms)
+        forms = tuple(_with_params(f, values) for f in form.forms)
         return Regimes(form.arg, form.bounds, forms, form.closed)
     return form.subs(values)
 
@@ -267,15 +267,13 @@ def choose(
 
 def _at_infinity(best: Candidate, spec: Spec, partial: Partial, promoted: bool) -> Candidate:
     """`best` with pieces at ±inf where its form misses the derivative's limit (`limits`)."""
-    if len(spec.args) != 1:
-        return best
 
     def as_shipped(form, points, dtype):
         compute = "float64" if promoted else dtype
         return evaluate(form, spec, points.astype(compute), compute).astype(dtype)
 
     exact = partial.expr.subs(_param_values(spec))
-    form = with_limits(best.form, exact, spec.arg_symbols[0], spec.domain[0], as_shipped)
+    form = with_limits(best.form, exact, spec.arg_symbols, spec.domain, as_shipped)
     if form is best.form:
         return best
     return replace(best, label=f"{best.label}+limits at inf", form=form, ops=op_count(form))

@@ -83,6 +83,10 @@ def run_tf(program: Program, inputs: dict[str, tf.Tensor]) -> tf.Tensor:
             values[step.target] = _TF_UNARY[step.op](args[0])
         elif step.op == "clip":
             values[step.target] = tf.clip_by_value(*args)
+        elif step.op == "no_neg_inf":
+            values[step.target] = tf.math.maximum(args[0], dtype.min)
+        elif step.op == "no_pos_inf":
+            values[step.target] = tf.math.minimum(args[0], dtype.max)
         elif step.op == "fill_like":
             values[step.target] = tf.math.sign(args[0]) * 0.0 + args[1]
         elif step.op == "where_less_equal":

@@ -119,7 +119,8 @@ def _hypot_d_x(x, y):
     """f_x of hypot.
 
     f_x = x/sqrt(x**2 + y**2)
-    form (sympy+rules(hypot)): x/hypot(x, y)
+    form (sympy+rules(hypot)+limits at inf): x at -inf: -1; x in (-inf, inf): x/hypot(x, y); x
+        at inf: 1
     measured float32 mean 0.13 / p99 1.0 bits, float64 mean 0.15 / p99 1.6 bits
     """
     v0 = tf.math.abs(x)
@@ -131,7 +132,9 @@ def _hypot_d_x(x, y):
     v6 = tf.math.add(v5, 1.0)
     v7 = tf.math.sqrt(v6)
     v8 = tf.math.multiply(v2, v7)
-    d_x = tf.math.truediv(x, v8)
+    v9 = tf.math.truediv(x, v8)
+    v10 = tf.where(tf.math.greater_equal(x, float("inf")), tf.constant(1.0, x.dtype), v9)
+    d_x = tf.where(tf.math.less_equal(x, float("-inf")), tf.constant(-1.0, x.dtype), v10)
     return d_x
 
 
@@ -139,7 +142,8 @@ def _hypot_d_y(x, y):
     """f_y of hypot.
 
     f_y = y/sqrt(x**2 + y**2)
-    form (sympy+rules(hypot)): y/hypot(x, y)
+    form (sympy+rules(hypot)+limits at inf): y at -inf: -1; y in (-inf, inf): y/hypot(x, y); y
+        at inf: 1
     measured float32 mean 0.12 / p99 1.0 bits, float64 mean 0.14 / p99 1.6 bits
     """
     v0 = tf.math.abs(x)
@@ -151,7 +155,9 @@ def _hypot_d_y(x, y):
     v6 = tf.math.add(v5, 1.0)
     v7 = tf.math.sqrt(v6)
     v8 = tf.math.multiply(v2, v7)
-    d_y = tf.math.truediv(y, v8)
+    v9 = tf.math.truediv(y, v8)
+    v10 = tf.where(tf.math.greater_equal(y, float("inf")), tf.constant(1.0, y.dtype), v9)
+    d_y = tf.where(tf.math.less_equal(y, float("-inf")), tf.constant(-1.0, y.dtype), v10)
     return d_y
 
 
@@ -159,22 +165,27 @@ def _hypot_d_xx(x, y):
     """f_xx of hypot (the last custom order: autodiff beyond it differentiates this form).
 
     f_xx = -x**2/(x**2 + y**2)**(3/2) + 1/sqrt(x**2 + y**2)
-    form (factor+rules+hypot ratios balanced): ((y/hypot(x, y))/sqrt(hypot(x, y)))**2
+    form (factor+rules+hypot ratios balanced+limits at inf): y at -inf: 0; y in (-inf, inf):
+        ((y/hypot(x, y))/sqrt(hypot(x, y)))**2; y at inf: 0
     measured float32 mean 0.65 / p99 2.3 bits, float64 mean 0.68 / p99 2.6 bits
     """
-    v0 = tf.math.abs(x)
-    v1 = tf.math.abs(y)
-    v2 = tf.math.maximum(v0, v1)
-    v3 = tf.math.minimum(v0, v1)
-    v4 = tf.math.divide_no_nan(v3, v2)
-    v5 = tf.math.square(v4)
-    v6 = tf.math.add(v5, 1.0)
-    v7 = tf.math.sqrt(v6)
-    v8 = tf.math.multiply(v2, v7)
-    v9 = tf.math.truediv(y, v8)
-    v10 = tf.math.sqrt(v8)
-    v11 = tf.math.truediv(v9, v10)
-    d_xx = tf.math.square(v11)
+    v0 = tf.math.maximum(y, y.dtype.min)
+    v1 = tf.math.minimum(v0, v0.dtype.max)
+    v2 = tf.math.abs(x)
+    v3 = tf.math.abs(v1)
+    v4 = tf.math.maximum(v2, v3)
+    v5 = tf.math.minimum(v2, v3)
+    v6 = tf.math.divide_no_nan(v5, v4)
+    v7 = tf.math.square(v6)
+    v8 = tf.math.add(v7, 1.0)
+    v9 = tf.math.sqrt(v8)
+    v10 = tf.math.multiply(v4, v9)
+    v11 = tf.math.truediv(v1, v10)
+    v12 = tf.math.sqrt(v10)
+    v13 = tf.math.truediv(v11, v12)
+    v14 = tf.math.square(v13)
+    v15 = tf.where(tf.math.greater_equal(y, float("inf")), tf.constant(0.0, y.dtype), v14)
+    d_xx = tf.where(tf.math.less_equal(y, float("-inf")), tf.constant(0.0, y.dtype), v15)
     return d_xx
 
 
@@ -182,23 +193,32 @@ def _hypot_d_xy(x, y):
     """f_xy of hypot (the last custom order: autodiff beyond it differentiates this form).
 
     f_xy = -x*y/(x**2 + y**2)**(3/2)
-    form (sympy+rules+hypot ratios): -x/hypot(x, y)*y/hypot(x, y)/hypot(x, y)
+    form (sympy+rules+hypot ratios+limits at inf): y at -inf: 0; y in (-inf, inf): [x at -inf:
+        0; x in (-inf, inf): -x/hypot(x, y)*y/hypot(x, y)/hypot(x, y); x at inf: 0]; y at inf: 0
     measured float32 mean 0.41 / p99 2.3 bits, float64 mean 0.44 / p99 2.3 bits
     """
-    v0 = tf.math.abs(x)
-    v1 = tf.math.abs(y)
-    v2 = tf.math.maximum(v0, v1)
-    v3 = tf.math.minimum(v0, v1)
-    v4 = tf.math.divide_no_nan(v3, v2)
-    v5 = tf.math.square(v4)
-    v6 = tf.math.add(v5, 1.0)
-    v7 = tf.math.sqrt(v6)
-    v8 = tf.math.multiply(v2, v7)
-    v9 = tf.math.truediv(x, v8)
-    v10 = tf.math.truediv(y, v8)
-    v11 = tf.math.multiply(v9, v10)
-    v12 = tf.math.truediv(v11, v8)
-    d_xy = tf.math.negative(v12)
+    v0 = tf.math.maximum(y, y.dtype.min)
+    v1 = tf.math.minimum(v0, v0.dtype.max)
+    v2 = tf.math.maximum(x, x.dtype.min)
+    v3 = tf.math.minimum(v2, v2.dtype.max)
+    v4 = tf.math.abs(v3)
+    v5 = tf.math.abs(v1)
+    v6 = tf.math.maximum(v4, v5)
+    v7 = tf.math.minimum(v4, v5)
+    v8 = tf.math.divide_no_nan(v7, v6)
+    v9 = tf.math.square(v8)
+    v10 = tf.math.add(v9, 1.0)
+    v11 = tf.math.sqrt(v10)
+    v12 = tf.math.multiply(v6, v11)
+    v13 = tf.math.truediv(v3, v12)
+    v14 = tf.math.truediv(v1, v12)
+    v15 = tf.math.multiply(v13, v14)
+    v16 = tf.math.truediv(v15, v12)
+    v17 = tf.math.negative(v16)
+    v18 = tf.where(tf.math.greater_equal(x, float("inf")), tf.constant(0.0, x.dtype), v17)
+    v19 = tf.where(tf.math.less_equal(x, float("-inf")), tf.constant(0.0, x.dtype), v18)
+    v20 = tf.where(tf.math.greater_equal(y, float("inf")), tf.constant(0.0, y.dtype), v19)
+    d_xy = tf.where(tf.math.less_equal(y, float("-inf")), tf.constant(0.0, y.dtype), v20)
     return d_xy
 
 
@@ -206,22 +226,27 @@ def _hypot_d_yy(x, y):
     """f_yy of hypot (the last custom order: autodiff beyond it differentiates this form).
 
     f_yy = -y**2/(x**2 + y**2)**(3/2) + 1/sqrt(x**2 + y**2)
-    form (factor+rules+hypot ratios balanced): ((x/hypot(x, y))/sqrt(hypot(x, y)))**2
+    form (factor+rules+hypot ratios balanced+limits at inf): x at -inf: 0; x in (-inf, inf):
+        ((x/hypot(x, y))/sqrt(hypot(x, y)))**2; x at inf: 0
     measured float32 mean 0.65 / p99 2.3 bits, float64 mean 0.68 / p99 2.6 bits
     """
-    v0 = tf.math.abs(x)
-    v1 = tf.math.abs(y)
-    v2 = tf.math.maximum(v0, v1)
-    v3 = tf.math.minimum(v0, v1)
-    v4 = tf.math.divide_no_nan(v3, v2)
-    v5 = tf.math.square(v4)
-    v6 = tf.math.add(v5, 1.0)
-    v7 = tf.math.sqrt(v6)
-    v8 = tf.math.multiply(v2, v7)
-    v9 = tf.math.truediv(x, v8)
-    v10 = tf.math.sqrt(v8)
-    v11 = tf.math.truediv(v9, v10)
-    d_yy = tf.math.square(v11)
+    v0 = tf.math.maximum(x, x.dtype.min)
+    v1 = tf.math.minimum(v0, v0.dtype.max)
+    v2 = tf.math.abs(v1)
+    v3 = tf.math.abs(y)
+    v4 = tf.math.maximum(v2, v3)
+    v5 = tf.math.minimum(v2, v3)
+    v6 = tf.math.divide_no_nan(v5, v4)
+    v7 = tf.math.square(v6)
+    v8 = tf.math.add(v7, 1.0)
+    v9 = tf.math.sqrt(v8)
+    v10 = tf.math.multiply(v4, v9)
+    v11 = tf.math.truediv(v1, v10)
+    v12 = tf.math.sqrt(v10)
+    v13 = tf.math.truediv(v11, v12)
+    v14 = tf.math.square(v13)
+    v15 = tf.where(tf.math.greater_equal(x, float("inf")), tf.constant(0.0, x.dtype), v14)
+    d_yy = tf.where(tf.math.less_equal(x, float("-inf")), tf.constant(0.0, x.dtype), v15)
     return d_yy
 
 

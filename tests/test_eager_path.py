@@ -168,12 +168,18 @@ def test_eager_equals_the_fallback_without_the_recording_api(name, monkeypatch):
 
 @pytest.mark.parametrize("name", OPS)
 def test_one_order_beyond_is_autodiff_of_the_last_form(name):
+    """Beyond the spec's order both paths differentiate the last form. At infinite inputs the
+    form's own backward pass may be inf * 0 (hypot f_xxy at x = inf: NaN eagerly), which the
+    jet's NaN guard turns into 0 in graphs; no promise is made there, so those rows are left
+    out."""
     spec, eager, graph = _call_paths(name, tf.float64, beyond=1)
+    _, args = _points(name, tf.float64)
+    finite_args = np.all([np.isfinite(a.numpy()) for a in args], axis=0)
     for index in eager:
         if sum(index) <= spec.order:
             continue
         e, g = np.asarray(eager[index]), np.asarray(graph[index])
-        finite = np.isfinite(g) & (np.abs(g) < 1e300)
+        finite = finite_args & np.isfinite(g) & (np.abs(g) < 1e300)
         # no promise beyond the spec's order: both paths round a cancelling form near its
         # zeros differently (silu f'''(1e-30): -1.25e-31 and -6.25e-32, exact -5e-31)
         np.testing.assert_allclose(e[finite], g[finite], rtol=1e-9, atol=1e-20)

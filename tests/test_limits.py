@@ -13,16 +13,20 @@ import sympy as sp
 
 from codegen.functions import sigmoid
 from codegen.limits import with_limits
-from codegen.lower import Regimes, lower
+from codegen.lower import Regimes, free_symbols, lower
 from codegen.numeric import run
 
 x = sp.Symbol("x", real=True)
-ALL_REALS = (-math.inf, math.inf)
+y = sp.Symbol("y", real=True)
+ALL_REALS = ((-math.inf, math.inf),)
+ARGS = (x,)
 
 
 def _evaluate(form, points, dtype):
-    program = lower([form], {x: "x"})
-    return run(program, {"x": points[:, 0]}, dtype)[0]
+    symbols = [s for s in (x, y) if s in free_symbols(form)] or [x]
+    program = lower([form], {s: s.name for s in (x, y)})
+    columns = {s.name: points[:, i] for i, s in enumerate((x, y)[: points.shape[1]])}
+    return run(program, columns, dtype)[0] if symbols else None
 
 
 def _at(form, values, dtype="float64"):
@@ -35,7 +39,7 @@ SILU_D1_EXACT = sp.diff(x / (1 + sp.exp(-x)), x)
 
 def test_silu_first_derivative_gets_its_limits_at_both_infinities():
     assert np.isnan(_at(SILU_D1, [math.inf, -math.inf])).all(), "inf * 0 before the fix"
-    fixed = with_limits(SILU_D1, SILU_D1_EXACT, x, ALL_REALS, _evaluate)
+    fixed = with_limits(SILU_D1, SILU_D1_EXACT, ARGS, ALL_REALS, _evaluate)
     assert isinstance(fixed, Regimes)
     assert fixed.forms == (0, SILU_D1, 1)
     for dtype in ("float32", "float64"):
@@ -43,7 +47,7 @@ def test_silu_first_derivative_gets_its_limits_at_both_infinities():
 
 
 def test_finite_points_and_nan_are_untouched():
-    fixed = with_limits(SILU_D1, SILU_D1_EXACT, x, ALL_REALS, _evaluate)
+    fixed = with_limits(SILU_D1, SILU_D1_EXACT, ARGS, ALL_REALS, _evaluate)
     points = [-700.0, -3.0, -1e-300, 0.0, 2.5, 40.0, 1e300]
     np.testing.assert_array_equal(_at(fixed, points), _at(SILU_D1, points))
     assert np.isnan(_at(fixed, [math.nan])).all(), "NaN in gives NaN out"
@@ -51,17 +55,17 @@ def test_finite_points_and_nan_are_untouched():
 
 def test_a_form_right_at_infinity_is_returned_as_is():
     form = sigmoid(x)
-    assert with_limits(form, 1 / (1 + sp.exp(-x)), x, ALL_REALS, _evaluate) is form
+    assert with_limits(form, 1 / (1 + sp.exp(-x)), ARGS, ALL_REALS, _evaluate) is form
 
 
 def test_a_finite_domain_end_gets_no_piece():
     form = x * sp.log(x)
-    assert with_limits(form, form, x, (0.0, 1.0), _evaluate) is form
+    assert with_limits(form, form, ARGS, ((0.0, 1.0),), _evaluate) is form
 
 
 def test_an_infinite_limit_gets_no_piece():
     form = x * sigmoid(x)  # x * sigmoid(x) at +inf is inf: already the limit; -inf: NaN
-    fixed = with_limits(form, x / (1 + sp.exp(-x)), x, ALL_REALS, _evaluate)
+    fixed = with_limits(form, x / (1 + sp.exp(-x)), ARGS, ALL_REALS, _evaluate)
     assert isinstance(fixed, Regimes) and fixed.bounds == (-math.inf,)
     np.testing.assert_array_equal(_at(fixed, [-math.inf, math.inf]), [0.0, math.inf])
 
@@ -69,6 +73,26 @@ def test_an_infinite_limit_gets_no_piece():
 def test_gelu_value_at_minus_infinity_is_zero():
     exact = x / 2 * (1 + sp.erf(x / sp.sqrt(2)))
     form = x * sp.erfc(-x / sp.sqrt(2)) / 2
-    fixed = with_limits(form, exact, x, ALL_REALS, _evaluate)
+    fixed = with_limits(form, exact, ARGS, ALL_REALS, _evaluate)
     assert fixed.bounds == (-math.inf,)
     assert _at(fixed, [-math.inf])[0] == 0.0
+
+
+def test_two_args_get_pieces_per_arg_and_keep_the_other_finite():
+    """hypot's f_xy = -x*y/hypot**3 is inf/inf at an infinite arg; its limit there is 0."""
+    from codegen.functions import hypot
+
+    exact = -x * y / (x**2 + y**2) ** sp.Rational(3, 2)
+    form = -x / hypot(x, y) * y / hypot(x, y) / hypot(x, y)
+    domains = ((-math.inf, math.inf), (-math.inf, math.inf))
+    fixed = with_limits(form, exact, (x, y), domains, _evaluate)
+    assert isinstance(fixed, Regimes) and fixed.arg == y
+    assert isinstance(fixed.forms[1], Regimes) and fixed.forms[1].arg == x
+    rows = np.array(
+        [[math.inf, 2.0], [-math.inf, 2.0], [2.0, math.inf], [1.0, 2.0], [math.nan, 1.0]]
+    )
+    for dtype in ("float32", "float64"):
+        out = _evaluate(fixed, rows, dtype)
+        np.testing.assert_array_equal(out[:3], [0.0, 0.0, 0.0])
+        np.testing.assert_allclose(out[3], -2 / 5**1.5, rtol=1e-6)
+        assert np.isnan(out[4])
