@@ -129,13 +129,45 @@ def _program_lines(program: Program, outputs: list[str], zeros_like: str) -> lis
             rename[out] = wanted
     for step in program.steps:
         target = rename.get(step.target, step.target)
-        lines.append(f"{target} = {_tf_expr(step.op, step.operands, rename)}")
+        lines += _fit(f"{target} = {_tf_expr(step.op, step.operands, rename)}")
     for out, wanted in zip(program.outputs, outputs):
         if isinstance(out, float):
             lines.append(f"{wanted} = tf.math.add(tf.zeros_like({zeros_like}), {out!r})")
         elif rename.get(out) != wanted:
             lines.append(f"{wanted} = {rename.get(out, out)}")
     return lines
+
+
+LINE_LIMIT = 96  # ruff's 100, less the indentation of a function body
+
+
+def _fit(line: str) -> list[str]:
+    """`target = f(a, b, ...)` as one line, or split inside the call's parentheses when long:
+    the arguments on one indented line, or one per line if that is still too long."""
+    if len(line) <= LINE_LIMIT or not line.endswith(")") or "(" not in line:
+        return [line]
+    head, _, rest = line.partition("(")
+    parts = _top_level_split(rest[:-1])
+    inner = ", ".join(parts)
+    if len(inner) + 4 <= LINE_LIMIT:
+        return [f"{head}(", f"    {inner}", ")"]
+    return [f"{head}(", *(f"    {part}," for part in parts), ")"]
+
+
+def _top_level_split(text: str) -> list[str]:
+    """`text` split at the commas outside parentheses and quotes."""
+    parts, depth, quoted, start = [], 0, False, 0
+    for i, char in enumerate(text):
+        if char == '"':
+            quoted = not quoted
+        elif not quoted and char in "([":
+            depth += 1
+        elif not quoted and char in ")]":
+            depth -= 1
+        elif not quoted and char == "," and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    return [*parts, text[start:].strip()]
 
 
 def _operand(value, rename) -> str:

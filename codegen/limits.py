@@ -39,11 +39,19 @@ def _limit(expr: sp.Expr, arg: sp.Symbol, towards) -> sp.Expr | None:
             value = sp.limit(expr, arg, towards)
     except Exception:  # noqa: BLE001 - SymPy raises many kinds, and SymPyTimeout
         return None
-    if arg in value.free_symbols or value.has(sp.Limit) or not value.is_real:
-        return None
+    if arg in value.free_symbols or value.has(sp.Limit, sp.AccumBounds) or not value.is_real:
+        return None  # no limit (sin(x) at inf is AccumBounds(-1, 1)), or none SymPy found
     if not value.is_finite:
         return None
     return value
+
+
+def _number(limit: sp.Expr, at: dict) -> float:
+    """`limit` at the other args' values, or NaN where it cannot be a float there."""
+    try:
+        return float(limit.subs(at))
+    except (TypeError, ValueError, OverflowError):
+        return math.nan
 
 
 def _probe_points(args, domains, k: int, point: float) -> np.ndarray:
@@ -64,7 +72,7 @@ def _misses(form, evaluate, rows: np.ndarray, args, limit: sp.Expr) -> bool:
         tiny = np.finfo(t).tiny
         with np.errstate(all="ignore"):
             got = evaluate(form, rows, dtype).astype(np.float64)
-            want = [float(t(float(limit.subs(dict(zip(args, row)))))) for row in rows]
+            want = [float(t(_number(limit, dict(zip(args, row))))) for row in rows]
         for g, w in zip(got, want):
             w = 0.0 if abs(w) < tiny else w
             if not (g == w or (w == 0.0 and abs(g) < tiny) or math.isnan(w)):
@@ -96,6 +104,8 @@ def with_limits(form, exact: sp.Expr, args, domains, evaluate):
     later args enclose those of the earlier ones.
     """
     for k, (arg, (lo, hi)) in enumerate(zip(args, domains)):
+        if arg not in exact.free_symbols:
+            continue  # constant in this arg: its limit is the form itself
         pieces = []
         for end, towards, point in ((lo, -sp.oo, -math.inf), (hi, sp.oo, math.inf)):
             limit = _limit(exact, arg, towards) if end == point else None
