@@ -1,8 +1,9 @@
 """Stage 4: StableForms -> the source text of a generated TensorFlow module.
 
 In: `StableForms`. Out: a string, the module's source (and `render_init` for
-the package's `__init__.py`). Every name and line is computed here and handed
-to logic-free Jinja2 templates rendered with `StrictUndefined`.
+the package's `__init__.py`). Every name and line is computed here (docstring
+text in `doctext`, the lines of each lowered form in `tfsource`) and handed to
+logic-free Jinja2 templates rendered with `StrictUndefined`.
 
 The module's shape (see DESIGN.md, "The generated module"): a public op that
 converts inputs and casts float16/bfloat16 (and float32, where measured
@@ -26,213 +27,21 @@ module, shared by both paths.
 from __future__ import annotations
 
 import math
-import textwrap
 
-import sympy as sp
-
-from codegen import __version__, accuracy, names
+from codegen import __version__, names
 from codegen.derive import multi_indices
-from codegen.lower import Program, Regimes, free_symbols, lower_each
+from codegen.doctext import (
+    choice_doc,
+    dispatch_doc,
+    docstring,
+    partial_label,
+    public_doc,
+    wrap,
+)
+from codegen.lower import free_symbols, lower_each
 from codegen.stabilize import Choice, StableForms
 from codegen.templates_env import render
-
-PRIME = {1: "f'", 2: "f''", 3: "f'''", 4: "f''''"}
-
-
-def describe_form(form) -> str:
-    if isinstance(form, Regimes):
-        lows = [
-            "(-inf",
-            *(("(" if form.is_closed(i) else "[") + repr(b) for i, b in enumerate(form.bounds)),
-        ]
-        highs = [
-            *(repr(b) + ("]" if form.is_closed(i) else ")") for i, b in enumerate(form.bounds)),
-            "inf)",
-        ]
-        named = free_symbols(form) != {form.arg}  # several args: say which one is split
-        pieces = [
-            f"{_interval(lo, hi, form.arg if named else None)}: {_piece(f)}"
-            for lo, hi, f in zip(lows, highs, form.forms)
-        ]
-        return "; ".join(pieces)
-    return sp.sstr(form)
-
-
-def _piece(form) -> str:
-    return f"[{describe_form(form)}]" if isinstance(form, Regimes) else sp.sstr(form)
-
-
-def _interval(low: str, high: str, arg=None) -> str:
-    """A piece's interval (`x in [a, b)` with several args); one holding only an infinity
-    reads `at -inf` or `at inf`."""
-    prefix = f"{arg} " if arg is not None else ""
-    if low == "(-inf" and high == "-inf]":
-        return f"{prefix}at -inf"
-    if low == "[inf" and high == "inf)":
-        return f"{prefix}at inf"
-    return f"{prefix}{'in ' if arg is not None else ''}{low}, {high}"
-
-
-def _figures_text(choice: Choice) -> str:
-    parts = []
-    for dtype, fig in zip(accuracy.DTYPES, choice.shipped_figures()):
-        parts.append(f"{dtype} mean {fig.mean_bits:.2f} / p99 {fig.p99_bits:.1f} bits")
-    suffix = " (float32 computed in float64)" if choice.promote_float32 else ""
-    return "measured " + ", ".join(parts) + suffix
-
-
-def partial_label(args: tuple[str, ...], index: tuple[int, ...]) -> str:
-    order = sum(index)
-    if len(args) == 1:
-        return PRIME.get(order, f"f^({order})") if order else "f"
-    return "f" if not order else "f_" + "".join(a for a, n in zip(args, index) for _ in range(n))
-
-
-def _wrap(text: str, indent: str, hanging: bool = True) -> list[str]:
-    """`text` wrapped to fit after `indent`; continuation lines hang by four spaces if asked."""
-    return textwrap.wrap(
-        text,
-        96 - len(indent),
-        break_long_words=True,
-        break_on_hyphens=False,
-        initial_indent="",
-        subsequent_indent="    " if hanging else "",
-    ) or [""]
-
-
-def _choice_doc(args, choice: Choice, indent: str) -> list[str]:
-    label = partial_label(args, choice.index)
-    lines = _wrap(f"{label} = {sp.sstr(choice.exact)}", indent)
-    lines += _wrap(f"form ({choice.chosen.label}): {describe_form(choice.chosen.form)}", indent)
-    lines += _wrap(_figures_text(choice), indent)
-    return lines
-
-
-def _docstring(summary: str, body: list[str], indent: str = "    ") -> str:
-    if not body:
-        return summary
-    return (
-        summary + "\n\n" + "\n".join(indent + line if line else "" for line in body) + "\n" + indent
-    )
-
-
-def _program_lines(program: Program, outputs: list[str], zeros_like: str) -> list[str]:
-    """Assignment lines for `program`, with output temporaries renamed to `outputs`."""
-    rename: dict[str, str] = {}
-    lines: list[str] = []
-    for out, wanted in zip(program.outputs, outputs):
-        if (
-            isinstance(out, str)
-            and out.startswith(tuple(names.TEMP_PREFIXES))
-            and out not in rename
-        ):
-            rename[out] = wanted
-    for step in program.steps:
-        target = rename.get(step.target, step.target)
-        lines += _fit(f"{target} = {_tf_expr(step.op, step.operands, rename)}")
-    for out, wanted in zip(program.outputs, outputs):
-        if isinstance(out, float):
-            lines.append(f"{wanted} = tf.math.add(tf.zeros_like({zeros_like}), {out!r})")
-        elif rename.get(out) != wanted:
-            lines.append(f"{wanted} = {rename.get(out, out)}")
-    return lines
-
-
-LINE_LIMIT = 96  # ruff's 100, less the indentation of a function body
-
-
-def _fit(line: str) -> list[str]:
-    """`target = f(a, b, ...)` as one line, or split inside the call's parentheses when long:
-    the arguments on one indented line, or one per line if that is still too long."""
-    if len(line) <= LINE_LIMIT or not line.endswith(")") or "(" not in line:
-        return [line]
-    head, _, rest = line.partition("(")
-    parts = _top_level_split(rest[:-1])
-    inner = ", ".join(parts)
-    if len(inner) + 4 <= LINE_LIMIT:
-        return [f"{head}(", f"    {inner}", ")"]
-    return [f"{head}(", *(f"    {part}," for part in parts), ")"]
-
-
-def _top_level_split(text: str) -> list[str]:
-    """`text` split at the commas outside parentheses and quotes."""
-    parts, depth, quoted, start = [], 0, False, 0
-    for i, char in enumerate(text):
-        if char == '"':
-            quoted = not quoted
-        elif not quoted and char in "([":
-            depth += 1
-        elif not quoted and char in ")]":
-            depth -= 1
-        elif not quoted and char == "," and depth == 0:
-            parts.append(text[start:i].strip())
-            start = i + 1
-    return [*parts, text[start:].strip()]
-
-
-def _operand(value, rename) -> str:
-    if isinstance(value, float) and math.isinf(value):
-        return f'float("{value!r}")'
-    if isinstance(value, float):
-        return repr(value)
-    return rename.get(value, value)
-
-
-def _binary(op: str, a: list[str], constant_first: bool) -> str:
-    """A binary step as the cheapest eager call: tf.math functions, constants second."""
-    if op in ("add", "mul"):
-        name = "add" if op == "add" else "multiply"
-        first, second = (a[1], a[0]) if constant_first else (a[0], a[1])
-        return f"tf.math.{name}({first}, {second})"
-    # A Python number first: the operator converts it to the tensor's dtype (tf.math.reciprocal
-    # would be faster, but its float32 kernel is up to 2 ulps off).
-    if constant_first:
-        return f"{a[0]} {'-' if op == 'sub' else '/'} {a[1]}"
-    return f"tf.math.{'subtract' if op == 'sub' else 'truediv'}({a[0]}, {a[1]})"
-
-
-def _tf_expr(op: str, operands, rename) -> str:
-    from codegen.functions import ALL_FUNCTIONS
-
-    a = [_operand(v, rename) for v in operands]
-    if op in ("add", "sub", "mul", "div"):
-        return _binary(op, a, isinstance(operands[0], float))
-    if op == "neg":
-        return f"tf.math.negative({a[0]})"
-    if op == "div_no_nan":
-        return f"tf.math.divide_no_nan({a[0]}, {a[1]})"
-    if op in ("square", "sqrt", "rsqrt", "maximum", "minimum", "pow"):
-        return f"tf.math.{op}({', '.join(a)})"
-    if op == "no_neg_inf":  # -inf becomes the lowest finite float of the dtype
-        return f"tf.math.maximum({a[0]}, {a[0]}.dtype.min)"
-    if op == "no_pos_inf":
-        return f"tf.math.minimum({a[0]}, {a[0]}.dtype.max)"
-    if op == "clip":
-        lo, hi = operands[1], operands[2]
-        if math.isinf(lo):
-            return f"tf.math.minimum({a[0]}, {a[2]})"
-        if math.isinf(hi):
-            return f"tf.math.maximum({a[0]}, {a[1]})"
-        return f"tf.clip_by_value({a[0]}, {a[1]}, {a[2]})"
-    if op == "fill_like" and operands[1] == 0.0:  # sign(x) * 0 is 0, and NaN for NaN
-        return f"tf.math.multiply(tf.math.sign({a[0]}), 0.0)"
-    if op == "fill_like":  # sign(x) * 0 + c is c, and NaN for NaN
-        return f"tf.math.add(tf.math.multiply(tf.math.sign({a[0]}), 0.0), {a[1]})"
-    if op in _SELECTS:
-        chosen, other = (
-            f"tf.constant({v}, {a[0]}.dtype)" if isinstance(raw, float) else v
-            for v, raw in zip(a[2:], operands[2:])
-        )
-        return f"tf.where(tf.math.{_SELECTS[op]}({a[0]}, {a[1]}), {chosen}, {other})"
-    return f"{ALL_FUNCTIONS[op].tf_name}({a[0]})"
-
-
-_SELECTS = {
-    "where_less": "less",
-    "where_less_equal": "less_equal",
-    "where_greater": "greater",
-    "where_greater_equal": "greater_equal",
-}
+from codegen.tfsource import program_lines
 
 
 def _is_pure_square(alpha) -> bool:
@@ -336,7 +145,7 @@ def _form_body(forms: StableForms, choice: Choice, prefix: str) -> list[str]:
     unclipped = frozenset(env.values()) if stopped else frozenset(p for p, _ in spec.params)
     program = lower_each([(choice.chosen.form, env)], prefix, unclipped=unclipped)
     out = "value" if not sum(choice.index) else names.partial(spec.args, choice.index)
-    lines = _program_lines(program, [out], spec.args[0])
+    lines = program_lines(program, [out], spec.args[0])
     if not sum(choice.index) and not set(spec.arg_symbols) <= _symbols_of(choice.chosen.form):
         lines.append(f"value = value + tf.zeros_like({' + '.join(spec.args)})")
     return lines + [f"return {out}"]
@@ -361,7 +170,7 @@ def _form_functions(forms: StableForms, prefix: str) -> list[dict]:
             {
                 "name": names.partial_fn(spec.name, spec.args, choice.index),
                 "params": ", ".join([*spec.args, *(p for p, _ in spec.params)]),
-                "doc": _docstring(summary, _choice_doc(spec.args, choice, "    ")),
+                "doc": docstring(summary, choice_doc(spec.args, choice, "    ")),
                 "body": _form_body(forms, choice, prefix),
             }
         )
@@ -379,44 +188,6 @@ def _symbols_of(form) -> set:
     return free_symbols(form)
 
 
-def _domain_sentence(spec) -> str:
-    """Where accuracy is promised, and what happens elsewhere."""
-    bounds = ", ".join(f"{a} in [{lo!r}, {hi!r}]" for a, (lo, hi) in zip(spec.args, spec.domain))
-    return (
-        f"Accuracy (every order, float32 and float64) is measured and promised for {bounds}. "
-        "Outside it the same forms are evaluated without that promise; where the function has "
-        "no real value the result is NaN, as for TensorFlow's own ops. NaN in gives NaN out."
-    )
-
-
-def _public_doc(forms: StableForms) -> str:
-    spec = forms.spec
-    body = _wrap(spec.doc, "    ", hanging=False)
-    body += ["", "Args:"]
-    body += [
-        f"    {a}: float tensor, NumPy array or Python number (inputs broadcast)."
-        for a in spec.args
-    ]
-    body += [f"    {p}: float parameter, no gradient (default {v!r})." for p, v in spec.params]
-    body += ["", *_wrap(_domain_sentence(spec), "    ", hanging=False)]
-    body += [
-        "",
-        "Returns:",
-        "    A tensor of the inputs' dtype. float16 and bfloat16 are computed in",
-        "    float32 and cast back"
-        + (
-            "; float32 is computed in float64 (measured necessary)."
-            if forms.promote_float32
-            else "."
-        ),
-        "",
-        "Raises:",
-        "    TypeError: if the inputs are not of one floating-point dtype.",
-    ]
-    summary = f"{spec.name}({', '.join(spec.args)}) = {sp.sstr(spec.expr)}"
-    return _docstring(summary if len(summary) < 90 else spec.name, body)
-
-
 def _context(forms: StableForms) -> dict:
     spec = forms.spec
     args = spec.args
@@ -427,9 +198,9 @@ def _context(forms: StableForms) -> dict:
         "spec_path": spec.path,
         "sha256": spec.sha256,
         "name": spec.name,
-        "module_doc": _docstring(
+        "module_doc": docstring(
             f"{spec.name}: generated by hogen; stable derivatives to order {spec.order}.",
-            _wrap(spec.doc, ""),
+            wrap(spec.doc, ""),
             indent="",
         ),
         "compute_dtypes": _compute_dtypes(forms),
@@ -437,15 +208,15 @@ def _context(forms: StableForms) -> dict:
         + (", *, " + ", ".join(f"{p}={v!r}" for p, v in spec.params) if params else ""),
         "arg_list": ", ".join(args),
         "arg_targets": _tuple(args),
-        "public_doc": _public_doc(forms),
+        "public_doc": public_doc(forms),
         "param_casts": [f"{p} = tf.cast({p}, compute)" for p in params],
         "dispatch": names.dispatch(spec.name),
-        "dispatch_doc": _dispatch_doc(spec),
+        "dispatch_doc": dispatch_doc(spec),
         "impl": names.impl(spec.name),
         "call": call,
         "cast_call": ", ".join([*(f"tf.cast({a}, compute)" for a in args), *params]),
         "eager_call": _eager_call(spec),
-        "impl_doc": _docstring(
+        "impl_doc": docstring(
             f"{spec.name} with custom derivatives of orders 1 to {spec.order}.",
             ["The gradient is the Taylor jet of the stable forms below, in t = x - x0 = 0."],
         ),
@@ -492,17 +263,6 @@ def _eager_call(spec) -> str:
     value_index = (0,) * len(spec.args)
     inputs, params = _tuple(spec.args), _tuple([p for p, _ in spec.params])
     return f'_eager_partial("{spec.name}", {spec.order}, {value_index!r}, {inputs}, {params})'
-
-
-def _dispatch_doc(spec) -> str:
-    return _docstring(
-        f"{spec.name} in the compute dtype: one recorded op per order in eager mode, else the jet.",
-        [
-            "Eager mode records each derivative only when a tape or accumulator can use it",
-            "(_eager_partial); graphs (tf.function, XLA, SavedModel, TF1) get the",
-            f"tf.custom_gradient op {names.impl(spec.name)}.",
-        ],
-    )
 
 
 def emit(forms: StableForms) -> str:

@@ -10,7 +10,7 @@ import sympy as sp
 
 from codegen import accuracy
 from codegen.derive import derive
-from codegen.emit import describe_form, partial_label
+from codegen.doctext import describe_form, partial_label
 from codegen.spec import Spec
 from codegen.stabilize import Candidate, stabilize
 

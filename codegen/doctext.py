@@ -1,0 +1,144 @@
+"""The text of generated docstrings: derivative labels, forms, figures, the public doc.
+
+In: chosen forms (`stabilize.Choice`, `lower.Regimes`) and the spec. Out: strings and
+wrapped lines for the generated module's docstrings, and `describe_form` for
+`hogen explain`.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import sympy as sp
+
+from codegen import accuracy, names
+from codegen.lower import Regimes, free_symbols
+from codegen.stabilize import Choice, StableForms
+
+PRIME = {1: "f'", 2: "f''", 3: "f'''", 4: "f''''"}
+
+
+def describe_form(form) -> str:
+    if isinstance(form, Regimes):
+        lows = [
+            "(-inf",
+            *(("(" if form.is_closed(i) else "[") + repr(b) for i, b in enumerate(form.bounds)),
+        ]
+        highs = [
+            *(repr(b) + ("]" if form.is_closed(i) else ")") for i, b in enumerate(form.bounds)),
+            "inf)",
+        ]
+        named = free_symbols(form) != {form.arg}  # several args: say which one is split
+        pieces = [
+            f"{_interval(lo, hi, form.arg if named else None)}: {_piece(f)}"
+            for lo, hi, f in zip(lows, highs, form.forms)
+        ]
+        return "; ".join(pieces)
+    return sp.sstr(form)
+
+
+def _piece(form) -> str:
+    return f"[{describe_form(form)}]" if isinstance(form, Regimes) else sp.sstr(form)
+
+
+def _interval(low: str, high: str, arg=None) -> str:
+    """A piece's interval (`x in [a, b)` with several args); one holding only an infinity
+    reads `at -inf` or `at inf`."""
+    prefix = f"{arg} " if arg is not None else ""
+    if low == "(-inf" and high == "-inf]":
+        return f"{prefix}at -inf"
+    if low == "[inf" and high == "inf)":
+        return f"{prefix}at inf"
+    return f"{prefix}{'in ' if arg is not None else ''}{low}, {high}"
+
+
+def _figures_text(choice: Choice) -> str:
+    parts = []
+    for dtype, fig in zip(accuracy.DTYPES, choice.shipped_figures()):
+        parts.append(f"{dtype} mean {fig.mean_bits:.2f} / p99 {fig.p99_bits:.1f} bits")
+    suffix = " (float32 computed in float64)" if choice.promote_float32 else ""
+    return "measured " + ", ".join(parts) + suffix
+
+
+def partial_label(args: tuple[str, ...], index: tuple[int, ...]) -> str:
+    order = sum(index)
+    if len(args) == 1:
+        return PRIME.get(order, f"f^({order})") if order else "f"
+    return "f" if not order else "f_" + "".join(a for a, n in zip(args, index) for _ in range(n))
+
+
+def wrap(text: str, indent: str, hanging: bool = True) -> list[str]:
+    """`text` wrapped to fit after `indent`; continuation lines hang by four spaces if asked."""
+    return textwrap.wrap(
+        text,
+        96 - len(indent),
+        break_long_words=True,
+        break_on_hyphens=False,
+        initial_indent="",
+        subsequent_indent="    " if hanging else "",
+    ) or [""]
+
+
+def choice_doc(args, choice: Choice, indent: str) -> list[str]:
+    label = partial_label(args, choice.index)
+    lines = wrap(f"{label} = {sp.sstr(choice.exact)}", indent)
+    lines += wrap(f"form ({choice.chosen.label}): {describe_form(choice.chosen.form)}", indent)
+    lines += wrap(_figures_text(choice), indent)
+    return lines
+
+
+def docstring(summary: str, body: list[str], indent: str = "    ") -> str:
+    if not body:
+        return summary
+    return (
+        summary + "\n\n" + "\n".join(indent + line if line else "" for line in body) + "\n" + indent
+    )
+
+
+def domain_sentence(spec) -> str:
+    """Where accuracy is promised, and what happens elsewhere."""
+    bounds = ", ".join(f"{a} in [{lo!r}, {hi!r}]" for a, (lo, hi) in zip(spec.args, spec.domain))
+    return (
+        f"Accuracy (every order, float32 and float64) is measured and promised for {bounds}. "
+        "Outside it the same forms are evaluated without that promise; where the function has "
+        "no real value the result is NaN, as for TensorFlow's own ops. NaN in gives NaN out."
+    )
+
+
+def public_doc(forms: StableForms) -> str:
+    spec = forms.spec
+    body = wrap(spec.doc, "    ", hanging=False)
+    body += ["", "Args:"]
+    body += [
+        f"    {a}: float tensor, NumPy array or Python number (inputs broadcast)."
+        for a in spec.args
+    ]
+    body += [f"    {p}: float parameter, no gradient (default {v!r})." for p, v in spec.params]
+    body += ["", *wrap(domain_sentence(spec), "    ", hanging=False)]
+    body += [
+        "",
+        "Returns:",
+        "    A tensor of the inputs' dtype. float16 and bfloat16 are computed in",
+        "    float32 and cast back"
+        + (
+            "; float32 is computed in float64 (measured necessary)."
+            if forms.promote_float32
+            else "."
+        ),
+        "",
+        "Raises:",
+        "    TypeError: if the inputs are not of one floating-point dtype.",
+    ]
+    summary = f"{spec.name}({', '.join(spec.args)}) = {sp.sstr(spec.expr)}"
+    return docstring(summary if len(summary) < 90 else spec.name, body)
+
+
+def dispatch_doc(spec) -> str:
+    return docstring(
+        f"{spec.name} in the compute dtype: one recorded op per order in eager mode, else the jet.",
+        [
+            "Eager mode records each derivative only when a tape or accumulator can use it",
+            "(_eager_partial); graphs (tf.function, XLA, SavedModel, TF1) get the",
+            f"tf.custom_gradient op {names.impl(spec.name)}.",
+        ],
+    )

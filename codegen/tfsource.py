@@ -1,0 +1,134 @@
+"""Lowered programs -> lines of TensorFlow source for the generated module.
+
+In: a `lower.Program` (SSA steps over names and float constants) and the names its outputs
+get. Out: assignment lines such as `v3 = tf.math.multiply(x, v2)`, one per step, split
+inside the call where a line would pass ruff's limit. Calls are the cheapest eager forms:
+`tf.math` functions with constants second; scalar constants in selects carry the input's
+dtype.
+"""
+
+from __future__ import annotations
+
+import math
+
+from codegen import names
+from codegen.lower import Program
+
+
+def program_lines(program: Program, outputs: list[str], zeros_like: str) -> list[str]:
+    """Assignment lines for `program`, with output temporaries renamed to `outputs`."""
+    rename: dict[str, str] = {}
+    lines: list[str] = []
+    for out, wanted in zip(program.outputs, outputs):
+        if (
+            isinstance(out, str)
+            and out.startswith(tuple(names.TEMP_PREFIXES))
+            and out not in rename
+        ):
+            rename[out] = wanted
+    for step in program.steps:
+        target = rename.get(step.target, step.target)
+        lines += _fit(f"{target} = {tf_expr(step.op, step.operands, rename)}")
+    for out, wanted in zip(program.outputs, outputs):
+        if isinstance(out, float):
+            lines.append(f"{wanted} = tf.math.add(tf.zeros_like({zeros_like}), {out!r})")
+        elif rename.get(out) != wanted:
+            lines.append(f"{wanted} = {rename.get(out, out)}")
+    return lines
+
+
+LINE_LIMIT = 96  # ruff's 100, less the indentation of a function body
+
+
+def _fit(line: str) -> list[str]:
+    """`target = f(a, b, ...)` as one line, or split inside the call's parentheses when long:
+    the arguments on one indented line, or one per line if that is still too long."""
+    if len(line) <= LINE_LIMIT or not line.endswith(")") or "(" not in line:
+        return [line]
+    head, _, rest = line.partition("(")
+    parts = _top_level_split(rest[:-1])
+    inner = ", ".join(parts)
+    if len(inner) + 4 <= LINE_LIMIT:
+        return [f"{head}(", f"    {inner}", ")"]
+    return [f"{head}(", *(f"    {part}," for part in parts), ")"]
+
+
+def _top_level_split(text: str) -> list[str]:
+    """`text` split at the commas outside parentheses and quotes."""
+    parts, depth, quoted, start = [], 0, False, 0
+    for i, char in enumerate(text):
+        if char == '"':
+            quoted = not quoted
+        elif not quoted and char in "([":
+            depth += 1
+        elif not quoted and char in ")]":
+            depth -= 1
+        elif not quoted and char == "," and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    return [*parts, text[start:].strip()]
+
+
+def _operand(value, rename) -> str:
+    if isinstance(value, float) and math.isinf(value):
+        return f'float("{value!r}")'
+    if isinstance(value, float):
+        return repr(value)
+    return rename.get(value, value)
+
+
+def _binary(op: str, a: list[str], constant_first: bool) -> str:
+    """A binary step as the cheapest eager call: tf.math functions, constants second."""
+    if op in ("add", "mul"):
+        name = "add" if op == "add" else "multiply"
+        first, second = (a[1], a[0]) if constant_first else (a[0], a[1])
+        return f"tf.math.{name}({first}, {second})"
+    # A Python number first: the operator converts it to the tensor's dtype (tf.math.reciprocal
+    # would be faster, but its float32 kernel is up to 2 ulps off).
+    if constant_first:
+        return f"{a[0]} {'-' if op == 'sub' else '/'} {a[1]}"
+    return f"tf.math.{'subtract' if op == 'sub' else 'truediv'}({a[0]}, {a[1]})"
+
+
+def tf_expr(op: str, operands, rename) -> str:
+    from codegen.functions import ALL_FUNCTIONS
+
+    a = [_operand(v, rename) for v in operands]
+    if op in ("add", "sub", "mul", "div"):
+        return _binary(op, a, isinstance(operands[0], float))
+    if op == "neg":
+        return f"tf.math.negative({a[0]})"
+    if op == "div_no_nan":
+        return f"tf.math.divide_no_nan({a[0]}, {a[1]})"
+    if op in ("square", "sqrt", "rsqrt", "maximum", "minimum", "pow"):
+        return f"tf.math.{op}({', '.join(a)})"
+    if op == "no_neg_inf":  # -inf becomes the lowest finite float of the dtype
+        return f"tf.math.maximum({a[0]}, {a[0]}.dtype.min)"
+    if op == "no_pos_inf":
+        return f"tf.math.minimum({a[0]}, {a[0]}.dtype.max)"
+    if op == "clip":
+        lo, hi = operands[1], operands[2]
+        if math.isinf(lo):
+            return f"tf.math.minimum({a[0]}, {a[2]})"
+        if math.isinf(hi):
+            return f"tf.math.maximum({a[0]}, {a[1]})"
+        return f"tf.clip_by_value({a[0]}, {a[1]}, {a[2]})"
+    if op == "fill_like" and operands[1] == 0.0:  # sign(x) * 0 is 0, and NaN for NaN
+        return f"tf.math.multiply(tf.math.sign({a[0]}), 0.0)"
+    if op == "fill_like":  # sign(x) * 0 + c is c, and NaN for NaN
+        return f"tf.math.add(tf.math.multiply(tf.math.sign({a[0]}), 0.0), {a[1]})"
+    if op in _SELECTS:
+        chosen, other = (
+            f"tf.constant({v}, {a[0]}.dtype)" if isinstance(raw, float) else v
+            for v, raw in zip(a[2:], operands[2:])
+        )
+        return f"tf.where(tf.math.{_SELECTS[op]}({a[0]}, {a[1]}), {chosen}, {other})"
+    return f"{ALL_FUNCTIONS[op].tf_name}({a[0]})"
+
+
+_SELECTS = {
+    "where_less": "less",
+    "where_less_equal": "less_equal",
+    "where_greater": "greater",
+    "where_greater_equal": "greater_equal",
+}
