@@ -35,7 +35,8 @@ class SymPyTimeout(Exception):
 def time_limit(seconds: float):
     """Raise SymPyTimeout after `seconds` (main thread on POSIX; elsewhere no limit).
 
-    An alarm already pending (a caller's own limit) is re-armed afterwards with what is left.
+    An alarm already pending (a caller's own limit) is re-armed afterwards with what is left,
+    and its repeat interval.
     """
     if (
         not hasattr(signal, "setitimer")
@@ -47,7 +48,7 @@ def time_limit(seconds: float):
     def expire(signum, frame):
         raise SymPyTimeout
 
-    outer, _ = signal.getitimer(signal.ITIMER_REAL)
+    outer, interval = signal.getitimer(signal.ITIMER_REAL)
     previous = signal.signal(signal.SIGALRM, expire)
     start = time.monotonic()
     signal.setitimer(signal.ITIMER_REAL, min(seconds, outer) if outer > 0 else seconds)
@@ -57,7 +58,8 @@ def time_limit(seconds: float):
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
         if outer > 0:
-            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - start), 1e-3))
+            left = max(outer - (time.monotonic() - start), 1e-3)
+            signal.setitimer(signal.ITIMER_REAL, left, interval)
 
 
 def _algebraic_variants(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:

@@ -16,6 +16,7 @@ points directly. NaN still gives NaN: the pieces are selected by `x <= -inf` and
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -31,6 +32,7 @@ LIMIT_SECONDS = 3.0
 OTHER_VALUES = (-2.5, -0.5, 0.5, 3.0)  # where the other args sit when one is infinite
 
 
+@functools.lru_cache(maxsize=512)  # both passes of a promoted op ask for the same limits
 def _limit(expr: sp.Expr, arg: sp.Symbol, towards) -> sp.Expr | None:
     """The finite real limit of `expr` as `arg` tends to `towards` (it may depend on the other
     args), or None."""
@@ -106,13 +108,28 @@ def with_limits(form, exact: sp.Expr, args, domains, evaluate):
     for k, (arg, (lo, hi)) in enumerate(zip(args, domains)):
         if arg not in exact.free_symbols:
             continue  # constant in this arg: its limit is the form itself
-        pieces = []
-        for end, towards, point in ((lo, -sp.oo, -math.inf), (hi, sp.oo, math.inf)):
-            limit = _limit(exact, arg, towards) if end == point else None
-            rows = _probe_points(args, domains, k, point)
-            if limit is not None and len(rows) and _misses(form, evaluate, rows, args, limit):
-                pieces.append(limit)
-            else:
-                pieces.append(None)
-        form = _with_pieces(form, arg, *pieces)
+        below = _piece_at(form, exact, args, domains, evaluate, k, lo == -math.inf, -1)
+        above = _piece_at(form, exact, args, domains, evaluate, k, hi == math.inf, +1)
+        form = _with_pieces(form, arg, below, above)
     return form
+
+
+def _piece_at(form, exact, args, domains, evaluate, k: int, reached: bool, side: int):
+    """The limit of `exact` as arg k tends to side * inf, where `form` is NaN or infinite
+    there and the limit is finite; else None. A form finite at infinity is kept as it is
+    (no limit is computed), and nothing here may fail a build."""
+    if not reached:
+        return None
+    rows = _probe_points(args, domains, k, side * math.inf)
+    if not len(rows):
+        return None
+    try:
+        if all(np.isfinite(evaluate(form, rows, d)).all() for d in accuracy.DTYPES):
+            return None
+        limit = _limit(exact, args[k], side * sp.oo)
+        if limit is None or not _misses(form, evaluate, rows, args, limit):
+            return None
+        evaluate(limit, rows, "float64")  # the piece must lower and run
+    except (TypeError, ValueError, ArithmeticError):  # a limit hogen cannot compute with
+        return None
+    return limit
