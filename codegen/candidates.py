@@ -219,7 +219,8 @@ def series_forms(expr: sp.Expr, arg: sp.Symbol, point: int = 0) -> list[tuple[st
 
 
 def candidates(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[str, sp.Expr]]:
-    """Every candidate form of `expr`, rules applied to each, without duplicates, in fixed order."""
+    """Every closed candidate form of `expr`, rules applied to each, without duplicates, in
+    fixed order (series: `series_candidates`)."""
     raw: list[tuple[str, sp.Expr]] = []
     for label, variant in _algebraic_variants(expr):
         raw.append((label, variant))
@@ -239,10 +240,14 @@ def candidates(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[str, sp
             if key not in seen:
                 seen.add(key)
                 out.append((name, version))
-    if len(args) == 1:
-        out += series_forms(expr, args[0])
-        out.append(("series zero", sp.S.Zero))  # where the value underflows: exact, and no NaN
     return out
+
+
+def series_candidates(expr: sp.Expr, arg: sp.Symbol) -> list[tuple[str, sp.Expr]]:
+    """Taylor series of `expr` at 0 (truncated at several lengths) and the zero form, for
+    regimes of a one-arg function: pieces near a removable singularity, or where the value
+    underflows (exact there, and never NaN)."""
+    return [*series_forms(expr, arg), ("series zero", sp.S.Zero)]
 
 
 def _hypot_version(label: str, form: sp.Expr) -> list[tuple[str, sp.Expr]]:

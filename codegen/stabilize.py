@@ -16,13 +16,14 @@ float32 in float64.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 
 import numpy as np
 import sympy as sp
 
 from codegen import accuracy
-from codegen.candidates import candidates
+from codegen.candidates import candidates, series_candidates
 from codegen.derive import Derivatives, DeriveError, Partial
 from codegen.limits import with_limits
 from codegen.lower import Regimes, lower, op_count
@@ -215,14 +216,19 @@ def _outside_domain(form: Regimes, domain: tuple[float, float], exact: sp.Expr) 
 
 
 def valid_candidates(spec: Spec, partial: Partial) -> list[tuple[str, object]]:
-    """The candidate forms of one partial that equal it (series are exempt: they are
-    approximations, kept only where they measure well)."""
+    """The closed candidate forms of one partial that equal it."""
     out = []
     for label, form in candidates(partial.expr, spec.arg_symbols):
-        is_series = label.startswith("series")
-        if is_series or label == "sympy" or equals_exact(form, partial.expr, spec):
+        if label == "sympy" or equals_exact(form, partial.expr, spec):
             out.append((label, form))
     return out
+
+
+@functools.lru_cache(maxsize=64)  # both passes of a promoted op need the same series
+def _series(expr: sp.Expr, arg: sp.Symbol) -> tuple[tuple[str, sp.Expr], ...]:
+    """Series candidates (approximations, kept only where they measure well), computed only
+    when the closed forms need regimes: SymPy series are most of a build's time."""
+    return tuple(series_candidates(expr, arg))
 
 
 def _best(spec: Spec, partial: Partial, samples: _Samples, forms, promoted: bool):
@@ -232,8 +238,11 @@ def _best(spec: Spec, partial: Partial, samples: _Samples, forms, promoted: bool
     for label, form in forms:
         tried.append(measure(label, form, spec, samples, promoted))
         bits[label] = _bits(form, spec, samples, promoted)
-    best = min((c for c in tried if not c.label.startswith("series")), key=Candidate.rank)
+    best = min(tried, key=Candidate.rank)
     if (not best.keeps_promise() or best.blowups) and len(spec.args) == 1:
+        for label, form in _series(partial.expr, spec.arg_symbols[0]):
+            tried.append(measure(label, form, spec, samples, promoted))
+            bits[label] = _bits(form, spec, samples, promoted)
         regimes = best_regimes(tried, bits, samples.points, spec.arg_symbols[0])
         if regimes is not None:
             form = _outside_domain(regimes.form, spec.domain[0], partial.expr)
