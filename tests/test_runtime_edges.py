@@ -78,9 +78,10 @@ def dtype_id(dtype) -> str:
 # --- NaN -------------------------------------------------------------------------------------
 
 NAN_CASES = [(name, k) for name in OPS for k in range(len(SPECS[name].args))]
-# The last stable form of f'' is chosen in regimes by tf.where(x < edge, ..., last), so NaN
-# falls into the last regime; where that regime is the constant 0 ("series zero") NaN is lost.
-NAN_SWALLOWED: dict[str, str] = {}  # fixed: a zero regime is sign(x) * 0, NaN for NaN
+# Regimes select with comparisons, all false for NaN, so NaN falls through to one piece; once
+# that piece could be the constant 0 ("series zero") and NaN was lost. Fixed: NaN falls through
+# to the last non-constant piece (lower._lower_regimes), or to sign(x) * 0 + c if all are.
+NAN_SWALLOWED: dict[str, str] = {}
 
 
 def _nan_case(name: str, k: int):
