@@ -146,7 +146,7 @@ def _form_body(forms: StableForms, choice: Choice, prefix: str) -> list[str]:
     program = lower_each([(choice.chosen.form, env)], prefix, unclipped=unclipped)
     out = "value" if not sum(choice.index) else names.partial(spec.args, choice.index)
     lines = program_lines(program, [out], spec.args[0])
-    if not sum(choice.index) and not set(spec.arg_symbols) <= _symbols_of(choice.chosen.form):
+    if not sum(choice.index) and not set(spec.arg_symbols) <= free_symbols(choice.chosen.form):
         lines.append(f"value = value + tf.zeros_like({' + '.join(spec.args)})")
     return lines + [f"return {out}"]
 
@@ -182,10 +182,6 @@ def _partials_table(forms: StableForms) -> list[str]:
     return [
         f"{c.index!r}: {names.partial_fn(spec.name, spec.args, c.index)}," for c in forms.choices
     ]
-
-
-def _symbols_of(form) -> set:
-    return free_symbols(form)
 
 
 def _context(forms: StableForms) -> dict:

@@ -86,16 +86,11 @@ def _with_pieces(form, arg: sp.Symbol, below, above):
     """`form` with pieces for `arg` = -inf (`below`) and `arg` = inf (`above`), if not None."""
     if below is None and above is None:
         return form
-    if isinstance(form, Regimes) and form.arg == arg:
-        bounds, forms = list(form.bounds), list(form.forms)
-        closed = [form.is_closed(i) for i in range(len(bounds))]
-    else:
-        bounds, forms, closed = [], [form], []
-    if below is not None:
-        bounds, forms, closed = [-math.inf, *bounds], [below, *forms], [True, *closed]
-    if above is not None:
-        bounds, forms, closed = [*bounds, math.inf], [*forms, above], [*closed, False]
-    return Regimes(arg, tuple(bounds), tuple(forms), tuple(closed))
+    base = form if isinstance(form, Regimes) and form.arg == arg else Regimes(arg, (), (form,))
+    return base.with_outer(
+        None if below is None else (-math.inf, True, below),
+        None if above is None else (math.inf, False, above),
+    )
 
 
 def with_limits(form, exact: sp.Expr, args, domains, evaluate):

@@ -38,6 +38,19 @@ class Regimes:
     def is_closed(self, i: int) -> bool:
         return i < len(self.closed) and self.closed[i]
 
+    def with_outer(self, below=None, above=None) -> Regimes:
+        """These pieces and one more below the first bound and/or above the last, each given
+        as (bound, whether the bound belongs to the piece below it, form)."""
+        bounds, forms = list(self.bounds), list(self.forms)
+        closed = [self.is_closed(i) for i in range(len(bounds))]
+        if below is not None:
+            bound, is_closed, form = below
+            bounds, forms, closed = [bound, *bounds], [form, *forms], [is_closed, *closed]
+        if above is not None:
+            bound, is_closed, form = above
+            bounds, forms, closed = [*bounds, bound], [*forms, form], [*closed, is_closed]
+        return Regimes(self.arg, tuple(bounds), tuple(forms), tuple(closed))
+
     def piece_at(self, value: float) -> sp.Expr:
         """The form that owns `value`."""
         for i, bound in enumerate(self.bounds):

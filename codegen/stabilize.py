@@ -205,14 +205,12 @@ def _outside_domain(form: Regimes, domain: tuple[float, float], exact: sp.Expr) 
     """Below and above a finite domain, the derivative as SymPy wrote it: no piece chosen for
     the domain may claim values there (xlogx(-1) must be NaN, not a zero piece's 0)."""
     lo, hi = domain
-    bounds, forms = list(form.bounds), list(form.forms)
-    closed = [form.is_closed(i) for i in range(len(bounds))]
-    below = bool(bounds) and (bounds[0] > lo or (bounds[0] == lo and closed[0]))
-    if np.isfinite(lo) and below and forms[0] != exact:
-        bounds, forms, closed = [lo, *bounds], [exact, *forms], [False, *closed]
-    if np.isfinite(hi) and bool(bounds) and bounds[-1] < hi and forms[-1] != exact:
-        bounds, forms, closed = [*bounds, hi], [*forms, exact], [*closed, True]
-    return Regimes(form.arg, tuple(bounds), tuple(forms), tuple(closed))
+    bounds, forms = form.bounds, form.forms
+    starts_above = bool(bounds) and (bounds[0] > lo or (bounds[0] == lo and form.is_closed(0)))
+    below = (lo, False, exact) if np.isfinite(lo) and starts_above and forms[0] != exact else None
+    ends_below = bool(bounds) and bounds[-1] < hi
+    above = (hi, True, exact) if np.isfinite(hi) and ends_below and forms[-1] != exact else None
+    return form.with_outer(below, above)
 
 
 def valid_candidates(spec: Spec, partial: Partial) -> list[tuple[str, object]]:
