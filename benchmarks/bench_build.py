@@ -44,8 +44,8 @@ def per_spec_child(spec_paths: list[str]) -> dict:
     """Runs in a child: time build(spec) per spec after the imports (HOGEN_CACHE is set)."""
     sys.path.insert(0, str(ROOT))
     start = time.perf_counter()
+    from codegen.front.spec import load_spec
     from codegen.pipeline import build
-    from codegen.spec import load_spec
 
     imports = time.perf_counter() - start
     rows = []
@@ -73,7 +73,7 @@ def _child(spec_paths: list[Path], cache: Path) -> dict:
 
 def _hogen() -> list[str]:
     script = Path(sys.executable).with_name("hogen")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "codegen.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "codegen.cli.app"]
 
 
 def cli_wall(spec_paths: list[Path], jobs: int, cache: Path) -> float:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from codegen.spec import Spec
+from codegen.front.spec import Spec
 
 DEFAULT_MAX_OPS = 20_000
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from codegen.functions import by_class, hypot
+from codegen.front.functions import by_class, hypot
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,9 @@ In: a `Spec`. Out: the generated module's text. Pure: no files, no TensorFlow.
 
 from __future__ import annotations
 
+from codegen.backends.tf.module import emit
 from codegen.derive import DEFAULT_MAX_OPS, derive
-from codegen.emit import emit
-from codegen.spec import Spec
+from codegen.front.spec import Spec
 from codegen.stabilize import stabilize
 
 

@@ -17,8 +17,9 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codegen import accuracy
-from codegen.accuracy import (
+from codegen.front.functions import sigmoid, softplus
+from codegen.judge import accuracy
+from codegen.judge.accuracy import (
     DTYPES,
     Figures,
     bits_error,
@@ -28,7 +29,6 @@ from codegen.accuracy import (
     reference,
     sample_points,
 )
-from codegen.functions import sigmoid, softplus
 
 x, y = sp.symbols("x y", real=True)
 FULL = ((-math.inf, math.inf),)

@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from codegen import cli, pipeline
-from codegen.spec import load_spec
+from codegen import pipeline
+from codegen.cli import app as cli
+from codegen.front.spec import load_spec
 
 REPO = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
@@ -328,7 +329,7 @@ def test_check_on_fresh_outputs_imports_neither_sympy_nor_tensorflow(workdir):
     assert hogen("build").exit_code == 0
     probe = (
         "import sys\n"
-        "from codegen.cli import main\n"
+        "from codegen.cli.app import main\n"
         "sys.argv = ['hogen', 'build', '--check']\n"
         "try:\n"
         "    main()\n"

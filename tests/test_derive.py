@@ -9,7 +9,7 @@ import sympy as sp
 
 from codegen import derive as derive_module
 from codegen.derive import DeriveError, derive, multi_indices
-from codegen.spec import parse_spec_text
+from codegen.front.spec import parse_spec_text
 
 
 def _spec(expr: str, args: str = "[x]", order: int = 2, name: str = "f"):

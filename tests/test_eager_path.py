@@ -27,7 +27,7 @@ from conftest_tf import tf
 
 import generated
 from codegen import pipeline
-from codegen.spec import load_spec
+from codegen.front.spec import load_spec
 
 OPS = sorted(generated.__all__)
 EDGES = [0.0, -0.0, 1e-30, -1e-30, 0.5, -2.5, 30.0, -30.0, 100.0, -100.0, 1e30, -1e30]
@@ -134,9 +134,9 @@ def test_eager_takes_the_recorded_path_not_the_jet(name, monkeypatch):
     monkeypatch.setattr(module, f"_{name}_op", jet_called)
     spec, args = _points(name, tf.float64)
     partials = _all_partials(getattr(generated, name), args, {}, spec.order)
-    assert len(partials) == sum(
-        1 for _ in _indices(len(args), spec.order)
-    ), "every partial computed"
+    assert len(partials) == sum(1 for _ in _indices(len(args), spec.order)), (
+        "every partial computed"
+    )
 
 
 def _indices(n, order):

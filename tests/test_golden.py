@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from codegen.front.spec import load_spec
 from codegen.pipeline import build
-from codegen.spec import load_spec
 
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN = Path(__file__).resolve().parent / "golden"

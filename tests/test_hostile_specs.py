@@ -16,7 +16,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codegen.spec import KNOWN_KEYS, Spec, SpecError, load_spec, parse_spec_text
+from codegen.front.spec import KNOWN_KEYS, Spec, SpecError, load_spec, parse_spec_text
 
 CORPUS = sorted((pathlib.Path(__file__).parent / "hostile").glob("*.yaml"))
 HEAD = "name: f\nargs: [x]\n"

@@ -9,9 +9,9 @@ import pytest
 import sympy as sp
 from sympy.codegen.cfunctions import expm1, log1p
 
-from codegen.functions import sigmoid, softplus
+from codegen.front.functions import sigmoid, softplus
+from codegen.judge.numeric import _apply, _value, run  # the private pair: one interpreter step
 from codegen.lower import Regimes, lower, lower_each, op_count
-from codegen.numeric import _apply, _value, run  # the private pair: one interpreter step
 
 x, y = sp.symbols("x y", real=True)
 ENV = {x: "x", y: "y"}

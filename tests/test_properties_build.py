@@ -44,9 +44,9 @@ from hypothesis import HealthCheck, Phase, assume, example, given, settings
 from hypothesis import strategies as st
 
 from codegen.derive import DeriveError
-from codegen.functions import softplus
+from codegen.front.functions import softplus
+from codegen.front.spec import SpecError, parse_spec_text
 from codegen.pipeline import build
-from codegen.spec import SpecError, parse_spec_text
 
 REPO = Path(__file__).resolve().parents[1]
 RUFF = shutil.which("ruff", path=str(Path(sys.executable).parent)) or "ruff"

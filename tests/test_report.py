@@ -15,9 +15,10 @@ from pathlib import Path
 
 from conftest_tf import REPO_ROOT, np, pytest, tf  # noqa: F401  (quiet TF first)
 
-from codegen import accuracy, plots, report, verify
 from codegen.derive import multi_indices
-from codegen.spec import load_spec
+from codegen.front.spec import load_spec
+from codegen.judge import accuracy
+from codegen.measure import plots, report, verify
 
 os.environ.setdefault("HOGEN_CACHE", str(REPO_ROOT / ".hogen-cache"))
 SPECS = {p.stem: load_spec(p) for p in sorted((REPO_ROOT / "specs").glob("*.yaml"))}

@@ -35,7 +35,7 @@ SPECS = ("gelu", "log_cosh", "logit", "xlogx")  # order 2 each
 GONE = "retired"  # in the old build only: the new build removes its module
 OUT = "generated"
 
-# Runs codegen.entry.main() (what the console script runs) with os.fsync instrumented: at the
+# Runs codegen.cli.entry.main() (what the console script runs) with os.fsync instrumented: at the
 # n-th fsync of a temp file ($HOGEN_TEST_PAUSE_AT) it creates $HOGEN_TEST_MARKER and sleeps,
 # so a test can SIGKILL the build after that temp file is complete but before its rename.
 PAUSING_BUILD = """
@@ -48,7 +48,7 @@ def fsync_then_pause(fd):
         open(os.environ["HOGEN_TEST_MARKER"], "w").close()
         time.sleep(300)
 os.fsync = fsync_then_pause
-from codegen.entry import main
+from codegen.cli.entry import main
 sys.argv = ["hogen", *sys.argv[1:]]
 sys.exit(main())
 """

@@ -1,4 +1,4 @@
-"""Every rewrite rule in `codegen.rules.STABLE_RULES`, tested three ways.
+"""Every rewrite rule in `codegen.stabilize.rules.STABLE_RULES`, tested three ways.
 
 (a) the expected rewrite on small examples, written by hand from the identity;
 (b) an expression the rule (and every other rule) must leave alone;
@@ -15,11 +15,11 @@ import pytest
 import sympy as sp
 from sympy.codegen.cfunctions import expm1, hypot, log1p
 
-from codegen.accuracy import bits_error, reference
-from codegen.functions import sigmoid, softplus
+from codegen.front.functions import sigmoid, softplus
+from codegen.judge.accuracy import bits_error, reference
+from codegen.judge.numeric import run
 from codegen.lower import lower
-from codegen.numeric import run
-from codegen.rules import STABLE_RULES, Rule, apply_rules, rewrite_node
+from codegen.stabilize.rules import STABLE_RULES, Rule, apply_rules, rewrite_node
 
 x, y = sp.symbols("x y", real=True)
 POINTS_X = (-3.5, -0.75, 0.3, 1.25, 4.0)

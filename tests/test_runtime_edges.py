@@ -19,7 +19,7 @@ import pytest
 from conftest_tf import REPO_ROOT, tf
 
 import generated
-from codegen.spec import load_spec
+from codegen.front.spec import load_spec
 
 OPS = sorted(generated.__all__)
 SPECS = {name: load_spec(REPO_ROOT / "specs" / f"{name}.yaml") for name in OPS}

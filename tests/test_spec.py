@@ -13,8 +13,8 @@ import pytest
 import sympy as sp
 
 import codegen
-from codegen.functions import sigmoid
-from codegen.spec import (
+from codegen.front.functions import sigmoid
+from codegen.front.spec import (
     KNOWN_KEYS,
     SCHEMA,
     Spec,
@@ -129,7 +129,7 @@ def test_float_literals_are_exact():
 
 
 def test_every_function_of_the_table_parses():
-    for name, info in codegen.functions.FUNCTIONS.items():
+    for name, info in codegen.front.functions.FUNCTIONS.items():
         assert spec_of(f"name: f\nargs: [x]\nexpr: {name}(x / 2)\n").expr == info.sympy_func(X / 2)
 
 
@@ -258,7 +258,7 @@ def test_unknown_key_suggests_the_nearest():
 def test_parse_expression_directly():
     names = {"x": X}
     assert parse_expression("softplus(x) ** 2", names, path="p", line=1, col=1) == sp.Pow(
-        codegen.functions.softplus(X), 2
+        codegen.front.functions.softplus(X), 2
     )
     with pytest.raises(SpecError) as info:
         parse_expression("x + y.z", names, path="p.yaml", line=7, col=10)
@@ -269,7 +269,7 @@ def test_parse_expression_directly():
 
 
 def test_no_code_evaluation_in_the_source():
-    source = pathlib.Path(codegen.spec.__file__).read_text()
+    source = pathlib.Path(codegen.front.spec.__file__).read_text()
     for forbidden in ("eval(", "exec(", "sympify(", "parse_expr(", "lambdify(", "S("):
         assert not re.search(r"(?<![A-Za-z_])" + re.escape(forbidden), source), forbidden
     assert "yaml.load(" not in source and "yaml.unsafe_load" not in source

@@ -13,11 +13,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from codegen.derive import derive
-from codegen.functions import sigmoid, softplus
+from codegen.front.functions import sigmoid, softplus
+from codegen.front.spec import parse_spec_text
 from codegen.lower import Regimes
-from codegen.regimes import simplest_between
-from codegen.spec import parse_spec_text
 from codegen.stabilize import Candidate, StableForms, equals_exact, stabilize
+from codegen.stabilize.regimes import simplest_between
 
 LOG1PEXP = """\
 name: log1pexp

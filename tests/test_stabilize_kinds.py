@@ -14,9 +14,9 @@ import pytest
 import sympy as sp
 
 from codegen.derive import derive
-from codegen.functions import hypot, sigmoid
+from codegen.front.functions import hypot, sigmoid
+from codegen.front.spec import load_spec
 from codegen.lower import Regimes
-from codegen.spec import load_spec
 from codegen.stabilize import StableForms, choose, equals_exact, stabilize
 
 

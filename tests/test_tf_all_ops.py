@@ -9,7 +9,7 @@ import pytest
 from conftest_tf import tf  # noqa: F401  (sets TF logging and sys.path first)
 
 import generated
-from codegen.spec import load_spec
+from codegen.front.spec import load_spec
 
 OPS = sorted(generated.__all__)
 POINTS = np.array([-3.0, -1.5, -0.5, 0.25, 0.75, 2.0, 3.5])
@@ -73,8 +73,8 @@ def test_order_one_op_builds_runs_and_autodiffs_its_last_form(tmp_path):
     """order: 1 has a one-output jet; f'' is TF autodiff of the stable f' = 2x."""
     import importlib.util
 
+    from codegen.front.spec import parse_spec_text
     from codegen.pipeline import build
-    from codegen.spec import parse_spec_text
 
     source = build(parse_spec_text("name: sq\nargs: [x]\nexpr: x**2\norder: 1\n", "sq.yaml"))
     path = tmp_path / "sq.py"

@@ -21,8 +21,10 @@ import yaml
 from rich.console import Console
 from typer.testing import CliRunner
 
-from codegen import cli, outputs, pipeline, terminal
-from codegen.emit import render_init
+from codegen import pipeline
+from codegen.backends.tf.module import render_init
+from codegen.cli import app as cli
+from codegen.cli import outputs, terminal
 
 REPO = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
@@ -72,7 +74,7 @@ def console(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
 
 PROBE = """
 import sys
-from codegen.entry import main
+from codegen.cli.entry import main
 sys.argv = ['hogen', *{args!r}]
 code = main()
 heavy = [m for m in ('sympy', 'tensorflow', 'typer', 'rich', 'yaml', 'jinja2') if m in sys.modules]

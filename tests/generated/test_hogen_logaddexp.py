@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from codegen import testkit
+from codegen.measure import testkit
 
 HERE = Path(__file__).resolve().parent
 SPEC = HERE / "../../specs/logaddexp.yaml"

@@ -30,8 +30,8 @@ import sympy as sp
 import yaml
 
 from codegen import __version__
-from codegen.functions import FUNCTIONS
-from codegen.names import collisions, is_reserved
+from codegen.front.functions import FUNCTIONS
+from codegen.front.names import collisions, is_reserved
 
 __all__ = [
     "KNOWN_KEYS",

@@ -3,7 +3,7 @@
 In: a name, an expression, its args, an order, a doc line, and where the spec and
 the JSON Schema live. Out: the spec's text, beginning with the
 `# yaml-language-server: $schema=...` line that makes editors validate it
-against `hogen schema`'s output, or a `SpecError` from `codegen.spec` (the same
+against `hogen schema`'s output, or a `SpecError` from `codegen.front.spec` (the same
 checks `hogen build` makes: if it parses here, it builds). Scalars are written
 by PyYAML, which quotes what YAML would misread. Writes nothing itself.
 """
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import yaml
 
-from codegen import outputs
-from codegen.spec import SCHEMA, Spec, SpecError, parse_spec_text
+from codegen.cli import outputs
+from codegen.front.spec import SCHEMA, Spec, SpecError, parse_spec_text
 
 
 def schema_text() -> str:

@@ -17,8 +17,8 @@ import time
 
 import sympy as sp
 
-from codegen.functions import hypot, sigmoid
-from codegen.rules import apply_rules
+from codegen.front.functions import hypot, sigmoid
+from codegen.stabilize.rules import apply_rules
 
 SIMPLIFY_MAX_OPS = 150
 SERIES_TERMS = (3, 6, 10, 16)

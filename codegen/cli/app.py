@@ -1,8 +1,8 @@
 """The `hogen` command line: the only module that writes files and decides exit codes.
 
-In: argv (after `codegen.entry`, the console script, has answered fresh builds
+In: argv (after `codegen.cli.entry`, the console script, has answered fresh builds
 itself). Out: files under `--out` (and `--tests`), text on the terminal
-through `codegen.terminal`, and an exit code as black and ruff use them: 0
+through `codegen.cli.terminal`, and an exit code as black and ruff use them: 0
 fine, 1 stale or a promise broken (or, with --exit-non-zero-on-change,
 something was written), 2 bad spec or usage, 123 internal error. Heavy
 imports (SymPy, TensorFlow) happen inside the commands that need them, so
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import typer
 
-from codegen import outputs
-from codegen.terminal import Terminal
+from codegen.cli import outputs
+from codegen.cli.terminal import Terminal
 
 app = typer.Typer(
     add_completion=False,
@@ -49,7 +49,7 @@ def _specs(paths: list[Path] | None, ui: Terminal) -> list[Path]:
 
 
 def _load(path: Path, ui: Terminal):
-    from codegen.spec import SpecError, load_spec
+    from codegen.front.spec import SpecError, load_spec
 
     try:
         return load_spec(outputs.display_path(path))
@@ -105,9 +105,9 @@ def _report_check(plan: outputs.Plan, out_dir: Path, ui: Terminal) -> None:
 
 
 def _plan_changes(plan, spec_paths, out_dir, tests_dir, rebuild, ui, jobs, max_ops):
-    from codegen.building import BuildError, changes
+    from codegen.cli.building import BuildError, changes
     from codegen.derive import DeriveError
-    from codegen.spec import SpecError
+    from codegen.front.spec import SpecError
 
     try:
         return changes(plan, spec_paths, out_dir, tests_dir, rebuild, _renderer(ui, jobs, max_ops))
@@ -191,8 +191,8 @@ def new_command(
     ),
 ) -> None:
     """Write specs/NAME.yaml, checked to build, with the schema line editors validate by."""
-    from codegen.newspec import new_spec, schema_text, split_args
-    from codegen.spec import SpecError
+    from codegen.cli.newspec import new_spec, schema_text, split_args
+    from codegen.front.spec import SpecError
 
     ui = Terminal()
     path = specs_dir / f"{name}.yaml"
@@ -213,7 +213,7 @@ def new_command(
 @app.command("schema")
 def schema_command() -> None:
     """Print the JSON Schema of a spec file (the loader validates with the same table)."""
-    from codegen.newspec import schema_text
+    from codegen.cli.newspec import schema_text
 
     Terminal().write(schema_text())
 
@@ -221,7 +221,7 @@ def schema_command() -> None:
 @app.command("explain")
 def explain_command(spec_path: Path = typer.Argument(..., help="A spec file.")) -> None:
     """Show each derivative, the candidate forms measured, and the one chosen."""
-    from codegen.explain import explain
+    from codegen.cli.explain import explain
 
     Terminal().write(explain(_load(spec_path, Terminal())) + "\n")
 
@@ -236,7 +236,7 @@ def verify_command(
     """Run the generated ops in TensorFlow and measure them against the exact reference."""
     ui = Terminal()
     specs = [_load(path, ui) for path in _specs(paths, ui)]
-    from codegen.verify import format_table, verify_spec, write_json
+    from codegen.measure.verify import format_table, verify_spec, write_json
 
     rows = [row for spec in specs for row in verify_spec(spec, out_dir, samples)]
     ui.write(format_table(rows) + "\n")
@@ -254,7 +254,7 @@ def report_command(
     samples: int = typer.Option(2000, help="Sample points per dtype."),
 ) -> None:
     """Write docs/accuracy.md and error plots: hogen vs TF autodiff vs TF built-ins."""
-    from codegen.report import write_report
+    from codegen.measure.report import write_report
 
     ui = Terminal()
     specs = [_load(path, ui) for path in _specs(paths, ui)]

@@ -22,9 +22,9 @@ import math
 import numpy as np
 import sympy as sp
 
-from codegen import accuracy
-from codegen.candidates import time_limit
+from codegen.judge import accuracy
 from codegen.lower import Regimes
+from codegen.stabilize.candidates import time_limit
 
 LIMIT_SECONDS = 3.0
 

@@ -28,9 +28,8 @@ from __future__ import annotations
 
 import math
 
-from codegen import __version__, names
-from codegen.derive import multi_indices
-from codegen.doctext import (
+from codegen import __version__
+from codegen.backends.doctext import (
     choice_doc,
     dispatch_doc,
     docstring,
@@ -38,10 +37,12 @@ from codegen.doctext import (
     public_doc,
     wrap,
 )
+from codegen.backends.templates_env import render
+from codegen.backends.tf.source import program_lines
+from codegen.derive import multi_indices
+from codegen.front import names
 from codegen.lower import free_symbols, lower_each
 from codegen.stabilize import Choice, StableForms
-from codegen.templates_env import render
-from codegen.tfsource import program_lines
 
 
 def _is_pure_square(alpha) -> bool:
@@ -225,8 +226,7 @@ def _context(forms: StableForms) -> dict:
         "functions": _form_functions(forms, names.temp_prefix((*args, *params))),
         "partials": _partials_table(forms),
         "helpers": [
-            render(f"{helper}.py.j2", {}).rstrip("\n")
-            for helper in _helpers(len(args))
+            render(f"tf/{helper}.py.j2", {}).rstrip("\n") for helper in _helpers(len(args))
         ],
     }
 
@@ -263,7 +263,7 @@ def _eager_call(spec) -> str:
 
 def emit(forms: StableForms) -> str:
     """The generated module's source text."""
-    return render("module.py.j2", _context(forms))
+    return render("tf/module.py.j2", _context(forms))
 
 
 def render_init(op_names: list[str]) -> str:

@@ -5,7 +5,7 @@ that are all fresh are decided here from header hashes alone (`outputs.plan`),
 importing neither typer and rich nor SymPy, PyYAML, Jinja2 or TensorFlow, so
 a pre-commit hook on an unchanged repository costs about as much as starting
 Python. Any other command, option or state (something stale, missing or extra,
-a usage error, `--help`) is handed to `codegen.cli.main`, which parses argv
+a usage error, `--help`) is handed to `codegen.cli.app.main`, which parses argv
 afresh and prints exactly what it always does.
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from codegen import outputs
+from codegen.cli import outputs
 
 _FLAGS = {"--check", "--quiet", "-q", "--exit-non-zero-on-change"}
 _VALUED = {"--out", "--tests"}
@@ -73,7 +73,7 @@ def main() -> int:
     code = fast_build(sys.argv[1:])
     if code is not None:
         return code
-    from codegen.cli import main as cli_main
+    from codegen.cli.app import main as cli_main
 
     return cli_main()
 

@@ -22,14 +22,14 @@ from dataclasses import dataclass, replace
 import numpy as np
 import sympy as sp
 
-from codegen import accuracy
-from codegen.candidates import candidates, series_candidates
 from codegen.derive import Derivatives, DeriveError, Partial
-from codegen.limits import with_limits
+from codegen.front.spec import Spec
+from codegen.judge import accuracy
+from codegen.judge.numeric import run
 from codegen.lower import Regimes, lower, op_count
-from codegen.numeric import run
-from codegen.regimes import best_regimes
-from codegen.spec import Spec
+from codegen.stabilize.candidates import candidates, series_candidates
+from codegen.stabilize.limits import with_limits
+from codegen.stabilize.regimes import best_regimes
 
 SAMPLES = 2000  # the points `hogen verify` scores by default (DESIGN: a fixed seed)
 CHECK_POINTS = (-3.5, -1.25, -0.375, 0.3125, 0.75, 2.5, 6.0)
@@ -306,9 +306,7 @@ def stabilize(derivatives: Derivatives) -> StableForms:
     """
     spec, partials = derivatives.spec, derivatives.partials
     forms = [_explained(spec, p, valid_candidates) for p in partials]
-    choices = tuple(
-        _explained(spec, p, choose, SAMPLES, False, f) for p, f in zip(partials, forms)
-    )
+    choices = tuple(_explained(spec, p, choose, SAMPLES, False, f) for p, f in zip(partials, forms))
     if any(c.promote_float32 for c in choices):
         choices = tuple(
             _explained(spec, p, choose, SAMPLES, True, f) for p, f in zip(partials, forms)

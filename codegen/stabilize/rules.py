@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import sympy as sp
 from sympy.codegen.cfunctions import expm1, hypot, log1p
 
-from codegen.functions import sigmoid, softplus
+from codegen.front.functions import sigmoid, softplus
 
 
 @dataclass(frozen=True)

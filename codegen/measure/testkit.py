@@ -2,7 +2,7 @@
 
 In: a spec file and the folder holding the op built from it. Out: pytest
 assertions. `measure` and `assert_promise` judge the op against the exact
-reference through `codegen.verify.verify_spec`, the measurement `hogen
+reference through `codegen.measure.verify.verify_spec`, the measurement `hogen
 verify` makes (DESIGN.md, "Accuracy, defined"). `assert_matches_autodiff`
 compares the op's partial derivative with TF autodiff of the spec's naive
 `expr`, lowered and run the way `verify` runs it, in float64 on a grid of
@@ -18,9 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
-from codegen import accuracy, verify
+from codegen.front.spec import Spec, load_spec
+from codegen.judge import accuracy
 from codegen.lower import lower
-from codegen.spec import Spec, load_spec
+from codegen.measure import verify
 
 DTYPES = accuracy.DTYPES
 SAMPLES = 2000  # as `hogen verify`: its cached references serve these tests too

@@ -21,11 +21,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import sympy as sp  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from codegen import accuracy  # noqa: E402
 from codegen.derive import derive  # noqa: E402
-from codegen.functions import ALL_FUNCTIONS  # noqa: E402
+from codegen.front.functions import ALL_FUNCTIONS  # noqa: E402
+from codegen.front.spec import Spec  # noqa: E402
+from codegen.judge import accuracy  # noqa: E402
 from codegen.lower import Program, lower  # noqa: E402
-from codegen.spec import Spec  # noqa: E402
 
 
 @dataclass(frozen=True)

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import sympy as sp
 
-from codegen import accuracy
+from codegen.backends.doctext import describe_form, partial_label
 from codegen.derive import derive
-from codegen.doctext import describe_form, partial_label
-from codegen.spec import Spec
+from codegen.front.spec import Spec
+from codegen.judge import accuracy
 from codegen.stabilize import Candidate, stabilize
 
 

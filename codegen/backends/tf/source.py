@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from codegen import names
+from codegen.front import names
 from codegen.lower import Program
 
 
@@ -91,7 +91,7 @@ def _binary(op: str, a: list[str], constant_first: bool) -> str:
 
 
 def tf_expr(op: str, operands, rename) -> str:
-    from codegen.functions import ALL_FUNCTIONS
+    from codegen.front.functions import ALL_FUNCTIONS
 
     a = [_operand(v, rename) for v in operands]
     if op in ("add", "sub", "mul", "div"):

@@ -4,7 +4,7 @@ In: loaded specs, the folder of generated modules, the docs folder and the sampl
 Out: `<docs>/accuracy.md`, with DESIGN.md's figures (mean bits, p99 bits, failures) per op,
 partial and dtype for hogen, for TF autodiff of the naive `expr` and for the TF built-in
 where one exists (`BUILTINS`), measured by `verify.verify_spec`; and `<docs>/plots/<op>.png`
-from `codegen.plots`. The same specs, ops and TensorFlow give the same bytes: no
+from `codegen.measure.plots`. The same specs, ops and TensorFlow give the same bytes: no
 timestamps, no version stamps in the PNGs, ops in sorted order.
 """
 
@@ -19,8 +19,9 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from codegen import accuracy, plots, verify
-from codegen.spec import Spec
+from codegen.front.spec import Spec
+from codegen.judge import accuracy
+from codegen.measure import plots, verify
 
 _LABELS = {"hogen": "hogen", "autodiff": "TF autodiff of expr"}
 

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from codegen import outputs
+from codegen.cli import outputs
 
 
 class BuildError(Exception):
@@ -46,7 +46,7 @@ def _show(path: Path | str) -> str:
 
 def load_specs(spec_paths: list[Path], out: Path) -> dict[Path, object]:
     """Every spec validated; each Spec's `path` is how headers name it (root-relative)."""
-    from codegen.spec import load_spec
+    from codegen.front.spec import load_spec
 
     specs = {}
     for path in spec_paths:
@@ -109,7 +109,7 @@ def changes(
     ]
     removals = tuple(sorted({*plan.extra, *superseded}))
     names = {m.stem for m in _ours(out) if m not in removals} | {m.stem for m in modules}
-    from codegen.emit import render_init
+    from codegen.backends.tf.module import render_init
 
     return Changes(
         modules, test_texts, (out / outputs.INIT_NAME, render_init(sorted(names))), removals
@@ -119,7 +119,7 @@ def changes(
 def _test_modules(specs: dict, paths: list[Path], out: Path, tests: Path | None) -> dict:
     if tests is None:
         return {}
-    from codegen.testgen import render_tests
+    from codegen.cli.testgen import render_tests
 
     return {
         tests / outputs.test_module_name(specs[p].name): render_tests(specs[p], p, out, tests)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from codegen.functions import ALL_FUNCTIONS
+from codegen.front.functions import ALL_FUNCTIONS
 from codegen.lower import Program
 
 _BINARY = {

@@ -35,7 +35,7 @@ import numpy as np
 import sympy as sp
 from sympy.codegen.cfunctions import expm1, log1p
 
-from .functions import by_class, sigmoid, softplus
+from codegen.front.functions import by_class, sigmoid, softplus
 
 try:
     from sympy.codegen.numpy_nodes import logaddexp

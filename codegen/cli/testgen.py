@@ -3,7 +3,7 @@
 In: a validated `Spec`, the spec file, the folder of generated modules (`out`)
 and the folder the test module goes to (`tests`). Out: the text of
 `tests/test_hogen_<name>.py`, which checks the committed op, every partial of
-orders 0..order, against the exact reference (through `codegen.testkit`, which
+orders 0..order, against the exact reference (through `codegen.measure.testkit`, which
 runs `hogen verify`'s measurement) and against TF autodiff of the naive
 expression. It finds the spec and the op relative to itself, and its header
 hash covers the spec's bytes and both relative paths, so `build --check`
@@ -15,10 +15,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from codegen import __version__, outputs
+from codegen import __version__
+from codegen.backends.templates_env import render
+from codegen.cli import outputs
 from codegen.derive import multi_indices
-from codegen.spec import Spec
-from codegen.templates_env import render
+from codegen.front.spec import Spec
 
 
 def partial_label(args: tuple[str, ...], index: tuple[int, ...]) -> str:
@@ -51,7 +52,7 @@ def render_tests(spec: Spec, spec_file: Path, out: Path, tests: Path) -> str:
     out_option = "" if out_name == "generated" else f"--out {out_name} "
     command = f"{out_option}--tests {outputs.relative(tests, root)} {spec_path}"
     return render(
-        "test_module.py.j2",
+        "tf/test_module.py.j2",
         {
             "version": __version__,
             "spec_path": spec_path,

@@ -21,8 +21,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from codegen import accuracy, verify  # noqa: E402
-from codegen.spec import Spec  # noqa: E402
+from codegen.front.spec import Spec  # noqa: E402
+from codegen.judge import accuracy  # noqa: E402
+from codegen.measure import verify  # noqa: E402
 
 PLOT_POINTS = 600  # per dtype, before clipping to the domain
 _STYLE = {  # tool: (colour, line width, z-order); hogen on top, autodiff widest underneath

@@ -11,7 +11,8 @@ import textwrap
 
 import sympy as sp
 
-from codegen import accuracy, names
+from codegen.front import names
+from codegen.judge import accuracy
 from codegen.lower import Regimes, free_symbols
 from codegen.stabilize import Choice, StableForms
 

@@ -1,0 +1,7 @@
+"""`python -m codegen.cli`: the same as the `hogen` console script."""
+
+import sys
+
+from codegen.cli.entry import main
+
+sys.exit(main())
