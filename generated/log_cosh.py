@@ -140,7 +140,7 @@ def _log_cosh_d_xx(x):
     """
     v0 = tf.math.cosh(x)
     v1 = tf.math.square(v0)
-    d_xx = 1.0 / v1
+    d_xx = -1.0 / tf.math.negative(v1)
     return d_xx
 
 

@@ -107,7 +107,7 @@ def _logit_d_p(p):
     """
     v0 = tf.math.subtract(p, 1.0)
     v1 = tf.math.multiply(p, v0)
-    v2 = 1.0 / v1
+    v2 = -1.0 / tf.math.negative(v1)
     d_p = tf.math.negative(v2)
     return d_p
 
@@ -122,11 +122,11 @@ def _logit_d_pp(p):
     """
     v0 = tf.math.multiply(p, 2.0)
     v1 = tf.math.subtract(v0, 1.0)
-    v2 = 1.0 / p
+    v2 = -1.0 / tf.math.negative(p)
     v3 = tf.math.square(v2)
     v4 = tf.math.multiply(v1, v3)
     v5 = tf.math.subtract(p, 1.0)
-    v6 = 1.0 / v5
+    v6 = -1.0 / tf.math.negative(v5)
     v7 = tf.math.square(v6)
     d_pp = tf.math.multiply(v4, v7)
     return d_pp

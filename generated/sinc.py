@@ -150,7 +150,7 @@ def _sinc_d_x(x):
     v20 = tf.math.multiply(x, v19)
     v21 = tf.math.multiply(x, v0)
     v22 = tf.math.subtract(v21, v2)
-    v23 = 1.0 / x
+    v23 = -1.0 / tf.math.negative(x)
     v24 = tf.math.square(v23)
     v25 = tf.math.multiply(v22, v24)
     v26 = tf.where(tf.math.less_equal(x, 1000.0), v25, v5)

@@ -5,6 +5,12 @@ program's outputs as NumPy arrays, computed in that dtype op by op, the way
 TensorFlow computes them, so that `stabilize` can measure candidate forms
 without importing TensorFlow. `verify` later measures the real ops in
 TensorFlow; this module only has to rank candidates the same way.
+
+`PATHS` are the ways TensorFlow may run the same program: "eager" op by op,
+and "xla", whose algebraic simplifier reassociates divisions before it
+compiles (`A/B/C` becomes `A/(B*C)` and `A/(B/C)` becomes `(A*C)/B`), which
+overflows or underflows where `B*C` or `A*C` leaves the float range although
+every step of the program stays inside it.
 """
 
 from __future__ import annotations
@@ -38,14 +44,43 @@ def _value(operand, values: dict, dtype) -> np.ndarray:
     return np.asarray(operand, dtype=dtype)
 
 
-def run(program: Program, inputs: dict[str, np.ndarray], dtype: str) -> list[np.ndarray]:
-    """Evaluate every output of `program`; inputs are cast to `dtype` first."""
+PATHS = ("eager", "xla")
+
+
+def _xla_division(step, producers: dict, values: dict, dtype) -> np.ndarray | None:
+    """A division as XLA's simplifier rewrites it when an operand is itself a division,
+    or None where it leaves the step alone."""
+    num, den = step.operands
+    inner_num, inner_den = producers.get(num), producers.get(den)
+    if inner_num is not None and inner_num.op == "div":  # (a/b)/c -> a/(b*c)
+        a, b = (_value(o, values, dtype) for o in inner_num.operands)
+        product = _apply("mul", [b, _value(den, values, dtype)], dtype)
+        return _apply("div", [a, product], dtype)
+    if inner_den is not None and inner_den.op == "div":  # a/(b/c) -> (a*c)/b
+        b, c = (_value(o, values, dtype) for o in inner_den.operands)
+        product = _apply("mul", [_value(num, values, dtype), c], dtype)
+        return _apply("div", [product, b], dtype)
+    return None
+
+
+def run(
+    program: Program, inputs: dict[str, np.ndarray], dtype: str, path: str = "eager"
+) -> list[np.ndarray]:
+    """Evaluate every output of `program` as TensorFlow runs it on `path` (one of `PATHS`);
+    inputs are cast to `dtype` first."""
     np_dtype = np.dtype(dtype)
     values = {name: np.asarray(column, dtype=np_dtype) for name, column in inputs.items()}
+    producers = {}
     with np.errstate(all="ignore"):
         for step in program.steps:
-            args = [_value(op, values, np_dtype) for op in step.operands]
-            values[step.target] = _apply(step.op, args, np_dtype)
+            rewritten = None
+            if path == "xla" and step.op == "div":
+                rewritten = _xla_division(step, producers, values, np_dtype)
+            if rewritten is None:
+                args = [_value(op, values, np_dtype) for op in step.operands]
+                rewritten = _apply(step.op, args, np_dtype)
+            values[step.target] = rewritten
+            producers[step.target] = step
         shape = np.broadcast_shapes(*(v.shape for v in inputs.values()))
         return [np.broadcast_to(_value(out, values, np_dtype), shape) for out in program.outputs]
 

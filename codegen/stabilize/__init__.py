@@ -7,7 +7,7 @@ adds constant pieces at ±inf, and `choose` measures each candidate against the
 exact reference (`codegen.judge`) and picks one.
 """
 
-from codegen.stabilize.choose import (
+from codegen.stabilize.selection import (
     Candidate,
     Choice,
     StableForms,

@@ -85,6 +85,10 @@ def _binary(op: str, a: list[str], constant_first: bool) -> str:
         return f"tf.math.{name}({first}, {second})"
     # A Python number first: the operator converts it to the tensor's dtype (tf.math.reciprocal
     # would be faster, but its float32 kernel is up to 2 ulps off).
+    if constant_first and op == "div" and a[0] == "1.0":
+        # In graphs Grappler rewrites 1/u into Reciprocal, whose vectorized float32 kernel loses
+        # ~10 bits where 1/u nears the smallest normal; -1/-u is the same quotient, left alone.
+        return f"-1.0 / tf.math.negative({a[1]})"
     if constant_first:
         return f"{a[0]} {'-' if op == 'sub' else '/'} {a[1]}"
     return f"tf.math.{'subtract' if op == 'sub' else 'truediv'}({a[0]}, {a[1]})"

@@ -4,7 +4,7 @@ In: `Derivatives`. Out: `StableForms`, one `Choice` per partial: the form to
 ship, every candidate tried with its measured figures (for `hogen explain`),
 and whether float32 must be computed in float64 to keep the promise.
 
-For each partial: the exact values at DESIGN.md's sample points come from
+For each partial: the exact values at docs/design.md's sample points come from
 `accuracy.reference`; each candidate from `candidates` is lowered and run in
 NumPy exactly as TensorFlow will run it, and scored in bits. A rewrite is
 kept only if it equals the SymPy derivative at check points (correctly
@@ -25,13 +25,13 @@ import sympy as sp
 from codegen.derive import Derivatives, DeriveError, Partial
 from codegen.front.spec import Spec
 from codegen.judge import accuracy
-from codegen.judge.numeric import run
+from codegen.judge.numeric import PATHS, run
 from codegen.lower import Regimes, lower, op_count
 from codegen.stabilize.candidates import candidates, series_candidates
 from codegen.stabilize.limits import with_limits
 from codegen.stabilize.regimes import best_regimes
 
-SAMPLES = 2000  # the points `hogen verify` scores by default (DESIGN: a fixed seed)
+SAMPLES = 2000  # the points `hogen verify` scores by default (docs/design.md: a fixed seed)
 CHECK_POINTS = (-3.5, -1.25, -0.375, 0.3125, 0.75, 2.5, 6.0)
 PROMISE_KEYS = 4  # the rank's leading keys that count broken promises, not finer accuracy
 
@@ -109,13 +109,22 @@ def _with_params(form, values):
     return form.subs(values)
 
 
-def evaluate(form, spec: Spec, points: np.ndarray, dtype: str) -> np.ndarray:
-    """`form` at `points` (rows), computed in `dtype` as the generated TF code computes it."""
+def evaluate(form, spec: Spec, points: np.ndarray, dtype: str, path: str = "eager") -> np.ndarray:
+    """`form` at `points` (rows), computed in `dtype` as the generated TF code computes it on
+    `path` (eager, or XLA after its algebraic rewrites: `numeric.PATHS`)."""
     form = _with_params(form, _param_values(spec))
     names = {sym: sym.name for sym in spec.arg_symbols}
     program = lower([form], names)
     columns = {sym.name: points[:, i] for i, sym in enumerate(spec.arg_symbols)}
-    return run(program, columns, dtype)[0]
+    return run(program, columns, dtype, path)[0]
+
+
+def _worst_of(approx: list[np.ndarray], exact: np.ndarray, dtype: str) -> np.ndarray:
+    """Per point, the approximation furthest from `exact`: the op is judged on its worst path."""
+    bits = np.stack(
+        [np.nan_to_num(accuracy.bits_error(a, exact, dtype), nan=np.inf) for a in approx]
+    )
+    return np.take_along_axis(np.stack(approx), np.argmax(bits, axis=0)[None], axis=0)[0]
 
 
 def _edge_points(domain, dtype: str) -> np.ndarray:
@@ -157,13 +166,18 @@ def _samples(spec: Spec, exact_expr: sp.Expr, n: int) -> _Samples:
     return _Samples(points, exact)
 
 
-def _as_shipped(form, spec: Spec, samples: _Samples, dtype: str, promoted: bool) -> np.ndarray:
-    """`form` at the sample points of `dtype`, computed as the op will: float32 in float64
-    when `promoted`."""
+def _on_path(form, spec: Spec, samples: _Samples, dtype: str, promoted: bool, path: str):
     if dtype == "float32" and promoted:
         with np.errstate(over="ignore"):  # float64 values beyond float32's range round to inf
-            return evaluate(form, spec, samples.points[dtype], "float64").astype(np.float32)
-    return evaluate(form, spec, samples.points[dtype], dtype)
+            return evaluate(form, spec, samples.points[dtype], "float64", path).astype(np.float32)
+    return evaluate(form, spec, samples.points[dtype], dtype, path)
+
+
+def _as_shipped(form, spec: Spec, samples: _Samples, dtype: str, promoted: bool) -> np.ndarray:
+    """`form` at the sample points of `dtype`, computed as the op will (float32 in float64
+    when `promoted`), on its worst path per point."""
+    approx = [_on_path(form, spec, samples, dtype, promoted, path) for path in PATHS]
+    return _worst_of(approx, samples.exact[dtype], dtype)
 
 
 def _bits(form, spec, samples: _Samples, promoted: bool = False) -> dict[str, np.ndarray]:
