@@ -118,9 +118,9 @@ def _split_mul(expr: sp.Mul) -> tuple[sp.Expr, list[sp.Expr], list[sp.Expr]]:
             coeff *= factor
             continue
         base, exp = factor.as_base_exp()
-        if exp.is_number and exp.is_negative:
+        if exp.is_number and exp.is_negative and exp != -sp.S.Half:
             den.append(base ** (-exp))
-        else:
+        else:  # u**-1/2 multiplies by rsqrt(u): XLA would turn (a/b)/sqrt(u) into a/(b*sqrt(u))
             num.append(factor)
     return coeff, num, den
 

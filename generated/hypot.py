@@ -18,7 +18,7 @@ __all__ = ["hypot"]
 _COMPUTE_DTYPES = {
     tf.float16: tf.float32,
     tf.bfloat16: tf.float32,
-    tf.float32: tf.float64,
+    tf.float32: tf.float32,
     tf.float64: tf.float64,
 }
 
@@ -39,7 +39,7 @@ def hypot(x, y):
 
     Returns:
         A tensor of the inputs' dtype. float16 and bfloat16 are computed in
-        float32 and cast back; float32 is computed in float64 (measured necessary).
+        float32 and cast back.
 
     Raises:
         TypeError: if the inputs are not of one floating-point dtype.
@@ -101,8 +101,7 @@ def _hypot_value(x, y):
 
     f = sqrt(x**2 + y**2)
     form (sympy+rules(hypot)): hypot(x, y)
-    measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.11 / p99 1.0 bits (float32
-        computed in float64)
+    measured float32 mean 0.10 / p99 1.0 bits, float64 mean 0.11 / p99 1.0 bits
     """
     v0 = tf.math.abs(x)
     v1 = tf.math.abs(y)
@@ -122,8 +121,7 @@ def _hypot_d_x(x, y):
     f_x = x/sqrt(x**2 + y**2)
     form (sympy+rules(hypot)+limits at inf): x at -inf: -1; x in (-inf, inf): x/hypot(x, y); x
         at inf: 1
-    measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.15 / p99 1.6 bits (float32
-        computed in float64)
+    measured float32 mean 0.13 / p99 1.0 bits, float64 mean 0.15 / p99 1.6 bits
     """
     v0 = tf.math.abs(x)
     v1 = tf.math.abs(y)
@@ -146,8 +144,7 @@ def _hypot_d_y(x, y):
     f_y = y/sqrt(x**2 + y**2)
     form (sympy+rules(hypot)+limits at inf): y at -inf: -1; y in (-inf, inf): y/hypot(x, y); y
         at inf: 1
-    measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.14 / p99 1.6 bits (float32
-        computed in float64)
+    measured float32 mean 0.12 / p99 1.0 bits, float64 mean 0.14 / p99 1.6 bits
     """
     v0 = tf.math.abs(x)
     v1 = tf.math.abs(y)
@@ -168,10 +165,9 @@ def _hypot_d_xx(x, y):
     """f_xx of hypot (the last custom order: autodiff beyond it differentiates this form).
 
     f_xx = -x**2/(x**2 + y**2)**(3/2) + 1/sqrt(x**2 + y**2)
-    form (factor+rules+hypot ratios+limits at inf): y at -inf: 0; y in (-inf, inf): (y/hypot(x,
-        y))**2/hypot(x, y); y at inf: 0
-    measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.53 / p99 2.3 bits (float32
-        computed in float64)
+    form (factor+rules+hypot ratios balanced+limits at inf): y at -inf: 0; y in (-inf, inf):
+        ((y/hypot(x, y))/sqrt(hypot(x, y)))**2; y at inf: 0
+    measured float32 mean 0.68 / p99 2.3 bits, float64 mean 0.70 / p99 2.6 bits
     """
     v0 = tf.math.maximum(y, y.dtype.min)
     v1 = tf.math.minimum(v0, v0.dtype.max)
@@ -184,11 +180,13 @@ def _hypot_d_xx(x, y):
     v8 = tf.math.add(v7, 1.0)
     v9 = tf.math.sqrt(v8)
     v10 = tf.math.multiply(v4, v9)
-    v11 = tf.math.truediv(v1, v10)
-    v12 = tf.math.square(v11)
-    v13 = tf.math.truediv(v12, v10)
-    v14 = tf.where(tf.math.greater_equal(y, float("inf")), tf.constant(0.0, y.dtype), v13)
-    d_xx = tf.where(tf.math.less_equal(y, float("-inf")), tf.constant(0.0, y.dtype), v14)
+    v11 = tf.math.sqrt(v10)
+    v12 = -1.0 / tf.math.negative(v11)
+    v13 = tf.math.truediv(v1, v10)
+    v14 = tf.math.multiply(v12, v13)
+    v15 = tf.math.square(v14)
+    v16 = tf.where(tf.math.greater_equal(y, float("inf")), tf.constant(0.0, y.dtype), v15)
+    d_xx = tf.where(tf.math.less_equal(y, float("-inf")), tf.constant(0.0, y.dtype), v16)
     return d_xx
 
 
@@ -198,8 +196,7 @@ def _hypot_d_xy(x, y):
     f_xy = -x*y/(x**2 + y**2)**(3/2)
     form (sympy+rules+hypot ratios+limits at inf): y at -inf: 0; y in (-inf, inf): [x at -inf:
         0; x in (-inf, inf): -x/hypot(x, y)*y/hypot(x, y)/hypot(x, y); x at inf: 0]; y at inf: 0
-    measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.44 / p99 2.3 bits (float32
-        computed in float64)
+    measured float32 mean 0.41 / p99 2.3 bits, float64 mean 0.44 / p99 2.3 bits
     """
     v0 = tf.math.maximum(y, y.dtype.min)
     v1 = tf.math.minimum(v0, v0.dtype.max)
@@ -230,10 +227,9 @@ def _hypot_d_yy(x, y):
     """f_yy of hypot (the last custom order: autodiff beyond it differentiates this form).
 
     f_yy = -y**2/(x**2 + y**2)**(3/2) + 1/sqrt(x**2 + y**2)
-    form (factor+rules+hypot ratios+limits at inf): x at -inf: 0; x in (-inf, inf): (x/hypot(x,
-        y))**2/hypot(x, y); x at inf: 0
-    measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.52 / p99 2.3 bits (float32
-        computed in float64)
+    form (factor+rules+hypot ratios balanced+limits at inf): x at -inf: 0; x in (-inf, inf):
+        ((x/hypot(x, y))/sqrt(hypot(x, y)))**2; x at inf: 0
+    measured float32 mean 0.67 / p99 2.3 bits, float64 mean 0.70 / p99 2.6 bits
     """
     v0 = tf.math.maximum(x, x.dtype.min)
     v1 = tf.math.minimum(v0, v0.dtype.max)
@@ -246,11 +242,13 @@ def _hypot_d_yy(x, y):
     v8 = tf.math.add(v7, 1.0)
     v9 = tf.math.sqrt(v8)
     v10 = tf.math.multiply(v4, v9)
-    v11 = tf.math.truediv(v1, v10)
-    v12 = tf.math.square(v11)
-    v13 = tf.math.truediv(v12, v10)
-    v14 = tf.where(tf.math.greater_equal(x, float("inf")), tf.constant(0.0, x.dtype), v13)
-    d_yy = tf.where(tf.math.less_equal(x, float("-inf")), tf.constant(0.0, x.dtype), v14)
+    v11 = tf.math.sqrt(v10)
+    v12 = -1.0 / tf.math.negative(v11)
+    v13 = tf.math.truediv(v1, v10)
+    v14 = tf.math.multiply(v12, v13)
+    v15 = tf.math.square(v14)
+    v16 = tf.where(tf.math.greater_equal(x, float("inf")), tf.constant(0.0, x.dtype), v15)
+    d_yy = tf.where(tf.math.less_equal(x, float("-inf")), tf.constant(0.0, x.dtype), v16)
     return d_yy
 
 

@@ -1,0 +1,76 @@
+"""The mirror's XLA path: XLA's algebraic simplifier reassociates divisions before it
+compiles, and the stabilizer must measure forms the way XLA will run them.
+
+`(a/b)/c` becomes `a/(b*c)` and `a/(b/c)` becomes `(a*c)/b`: each step of the program stays
+in range while the rewritten product overflows. hypot's f_xx written as ((y/h)/sqrt(h))**2
+returned 0 under XLA for h near 1e27 (float32) until the stabilizer measured this path.
+The TensorFlow tests check the model against XLA itself.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import sympy as sp
+from conftest_tf import tf
+
+from codegen.judge.numeric import PATHS, run
+from codegen.lower import lower
+
+A, B, C = sp.symbols("a b c", real=True)
+NAMES = {A: "a", B: "b", C: "c"}
+# float32 inputs where the quotients stay in range and the products do not
+INPUTS = {
+    "a": np.array([1e30], np.float32),
+    "b": np.array([1e20], np.float32),
+    "c": np.array([1e20], np.float32),
+}
+# (a/b)/c as a form can hold it: SymPy would flatten it into a/(b*c)
+NESTED = sp.Mul(sp.Mul(A, sp.Pow(B, -1), evaluate=False), sp.Pow(C, -1), evaluate=False)
+
+
+def test_paths_are_eager_and_xla():
+    assert PATHS == ("eager", "xla")
+
+
+def test_a_quotient_divided_again_overflows_only_under_xla():
+    program = lower([NESTED], NAMES)
+    assert [s.op for s in program.steps] == ["div", "div"]
+    eager = run(program, INPUTS, "float32", "eager")[0]
+    xla = run(program, INPUTS, "float32", "xla")[0]
+    np.testing.assert_allclose(eager, [1e-10], rtol=1e-6)
+    assert xla[0] == 0.0  # 1e30 / (1e20 * 1e20 = inf)
+
+
+def test_xla_itself_reassociates_the_division():
+    """The model's source: XLA's simplifier on this machine's TensorFlow."""
+    a, b, c = (tf.constant(INPUTS[k]) for k in "abc")
+
+    def nested(a, b, c):
+        return (a / b) / c
+
+    eager = nested(a, b, c).numpy()
+    xla = tf.function(nested, jit_compile=True)(a, b, c).numpy()
+    np.testing.assert_allclose(eager, [1e-10], rtol=1e-6)
+    assert xla[0] == 0.0
+
+
+def test_programs_without_nested_division_run_the_same_on_both_paths():
+    program = lower([sp.sqrt(A) * B / C + sp.exp(-A * 1e-30)], NAMES)
+    eager = run(program, INPUTS, "float32", "eager")[0]
+    xla = run(program, INPUTS, "float32", "xla")[0]
+    np.testing.assert_array_equal(eager, xla)
+
+
+def test_a_reciprocal_square_root_factor_is_multiplied_not_divided_by():
+    """`(a/b)/sqrt(c)` would be a nested division that XLA reassociates into a/(b*sqrt(c));
+    lowered as a multiply by 1/sqrt(c) no division divides a quotient, on every path."""
+    form = sp.Mul(sp.UnevaluatedExpr(A / B), sp.Pow(C, -sp.S.Half), evaluate=False)
+    program = lower([form], NAMES)
+    made_by = {s.target: s.op for s in program.steps}
+    divisions = [s for s in program.steps if s.op == "div"]
+    assert not [s for s in divisions if any(made_by.get(o) == "div" for o in s.operands)]
+    assert program.steps[-1].op == "mul"
+    inputs = {"a": np.array([1e30], np.float32), "b": np.array([1e-5], np.float32)}
+    inputs["c"] = np.array([1e30], np.float32)  # b*sqrt(c) = 1e10 but (a/b) = 1e35 is finite
+    for path in PATHS:
+        np.testing.assert_allclose(run(program, inputs, "float32", path)[0], [1e20], rtol=1e-6)
