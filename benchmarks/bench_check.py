@@ -3,7 +3,7 @@
 In: the standard library in specs/ (copied under 20 distinct names into a temp
 folder and built once, in parallel). Out: the median wall time of each command
 over --runs interleaved runs, and their ratio, on stdout; exit 1 if the ratio
-is above --limit (DESIGN's goal: a fresh check costs at most 4x starting
+is above --limit (the design's goal: a fresh check costs at most 4x starting
 Python). Both commands run with the same interpreter, as subprocesses.
 
     .venv/bin/python benchmarks/bench_check.py [--count 20] [--runs 15] [--limit 4]

@@ -3,7 +3,7 @@
 In: nothing (the generated ops are imported from `generated/`). Out: markdown tables on
 stdout (and with `--json PATH`, the raw figures).
 
-What is timed, as ../shared/DESIGN.md ("Performance, defined") says: the value, f' and f''
+What is timed, as docs/design.md ("Performance, defined") says: the value, f' and f''
 of a 1-D float32 tensor through two nested GradientTapes, for three implementations of one
 function -- the hogen op, the TF built-in, and TF autodiff of the naive expression -- in
 eager mode, inside `tf.function`, and inside `tf.function(jit_compile=True)` (the whole

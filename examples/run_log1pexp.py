@@ -10,6 +10,7 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
+import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from generated import log1pexp  # noqa: E402
@@ -29,14 +30,36 @@ def derivatives(x):
     return y, d1, d2, d3
 
 
+def underflow_note(columns, xs, table):
+    """One line on the float32 zeros whose float64 values lie below float32's normal range."""
+    tiny = np.finfo(np.float32).tiny
+    zeros, values = [], []
+    for name, f32, f64 in zip(columns, table[tf.float32], table[tf.float64]):
+        for x, a, b in zip(xs, f32, f64):
+            if a == 0 and b != 0 and abs(b) < tiny:
+                zeros.append(f"{name}({x:g})")
+                values.append(abs(b))
+    if not zeros:
+        return ""
+    return (
+        f"float32 prints 0 for {', '.join(zeros)}: the true values (the float64 rows, "
+        f"|v| <= {max(values):.3g}) lie below float32's smallest normal number "
+        f"{tiny:.3g}, so they round to 0."
+    )
+
+
 def main():
-    print(f"{'dtype':8} {'x':>6} {'y':>14} {'f1':>14} {'f2':>14} {'f3':>14}")
+    columns = ("y", "f1", "f2", "f3")
+    print(f"{'dtype':8} {'x':>6} " + " ".join(f"{c:>14}" for c in columns))
+    xs, table = [1.0, 100.0, -100.0], {}
     for dtype in (tf.float32, tf.float64):
-        xs = tf.constant([1.0, 100.0, -100.0], dtype)
-        values = [v.numpy() for v in derivatives(xs)]
-        for i, x in enumerate(xs.numpy()):
-            row = " ".join(f"{v[i]:14.7g}" for v in values)
+        table[dtype] = [v.numpy() for v in derivatives(tf.constant(xs, dtype))]
+        for i, x in enumerate(xs):
+            row = " ".join(f"{v[i]:14.7g}" for v in table[dtype])
             print(f"{dtype.name:8} {x:6g} {row}")
+    note = underflow_note(columns, xs, table)
+    if note:
+        print(f"\n{note}")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from the code under test.
 from __future__ import annotations
 
 import math
+import sys
 from fractions import Fraction
 
 import mpmath
@@ -316,4 +317,10 @@ def test_default_cache_dir(monkeypatch, tmp_path):
     monkeypatch.setenv("HOGEN_CACHE", str(tmp_path))
     assert accuracy.default_cache_dir() == tmp_path
     monkeypatch.delenv("HOGEN_CACHE")
-    assert str(accuracy.default_cache_dir()) == ".hogen-cache"
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    if sys.platform.startswith("linux"):
+        assert accuracy.default_cache_dir() == tmp_path / "xdg" / "hogen"
+        monkeypatch.setenv("XDG_CACHE_HOME", "relative/is/ignored")  # as the XDG spec says
+        assert accuracy.default_cache_dir() == tmp_path / "home" / ".cache" / "hogen"
+    assert accuracy.default_cache_dir().is_absolute()  # never the working folder

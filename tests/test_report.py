@@ -1,8 +1,9 @@
-"""The showcase: every op in specs/ keeps DESIGN's promise, generated/ is fresh, and the
-committed docs/accuracy.md and docs/plots/*.png are what `hogen report` writes today.
+"""The showcase: every op in specs/ keeps the promise on every path, generated/ is fresh, and
+the committed docs/accuracy.md was measured from today's specs, modules and measuring code.
 
-Measures every op at verify's 2000 points per dtype and renders the whole report once
-(about 30 s with a warm .hogen-cache; the exact references take ~35 s more when cold).
+docs/accuracy.md is a measurement taken on one machine (TensorFlow's kernels round
+differently on other processors), so its freshness is checked by the inputs digest it
+records, never by comparing its figures or its plots' bytes with what this machine measures.
 """
 
 from __future__ import annotations
@@ -75,22 +76,61 @@ def test_generated_modules_are_fresh():
     assert result.returncode == 0, result.stderr
 
 
-@pytest.fixture(scope="module")
-def rendered(tmp_path_factory) -> Path:
-    docs = tmp_path_factory.mktemp("docs")
-    report.write_report(list(SPECS.values()), GENERATED, docs, 2000)
-    return docs
+def _committed_report() -> str:
+    return (DOCS / "accuracy.md").read_text(encoding="utf-8")
 
 
-def test_accuracy_md_is_what_report_writes(rendered):
-    expected = (rendered / "accuracy.md").read_text(encoding="utf-8")
-    assert (DOCS / "accuracy.md").read_text(encoding="utf-8") == expected, "run `make report`"
+def test_accuracy_md_was_measured_from_the_current_inputs():
+    recorded = report.recorded_digest(_committed_report())
+    assert recorded == report.inputs_digest(list(SPECS.values()), GENERATED), "run `make report`"
 
 
-@pytest.mark.parametrize("op", sorted(SPECS))
-def test_plot_is_what_report_writes(rendered, op):
-    name = f"plots/{op}.png"
-    assert (DOCS / name).read_bytes() == (rendered / name).read_bytes(), "run `make report`"
+def test_accuracy_md_says_where_it_was_measured():
+    text = _committed_report()
+    assert "Measured with TensorFlow " in text and " on CPU (" in text
+    assert "TF_ENABLE_ONEDNN_OPTS=" in text
+
+
+def _copy_inputs(tmp_path: Path) -> tuple[Path, Path]:
+    specs, generated = tmp_path / "specs", tmp_path / "generated"
+    specs.mkdir()
+    generated.mkdir()
+    for name in SPECS:
+        (specs / f"{name}.yaml").write_bytes((REPO_ROOT / "specs" / f"{name}.yaml").read_bytes())
+        (generated / f"{name}.py").write_bytes((GENERATED / f"{name}.py").read_bytes())
+    return specs, generated
+
+
+def _digest_of(specs: Path, generated: Path) -> str:
+    return report.inputs_digest([load_spec(p) for p in sorted(specs.glob("*.yaml"))], generated)
+
+
+def test_a_copy_of_the_inputs_has_the_recorded_digest(tmp_path):
+    specs, generated = _copy_inputs(tmp_path)
+    assert _digest_of(specs, generated) == report.recorded_digest(_committed_report())
+
+
+def test_an_edited_spec_makes_the_report_stale(tmp_path):
+    specs, generated = _copy_inputs(tmp_path)
+    path = specs / "gelu.yaml"
+    path.write_text(path.read_text(encoding="utf-8") + "# edited\n", encoding="utf-8")
+    assert _digest_of(specs, generated) != report.recorded_digest(_committed_report())
+
+
+def test_an_edited_module_makes_the_report_stale(tmp_path):
+    specs, generated = _copy_inputs(tmp_path)
+    path = generated / "sigmoid.py"
+    path.write_text(path.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    assert _digest_of(specs, generated) != report.recorded_digest(_committed_report())
+
+
+def test_write_report_records_the_digest_and_writes_a_plot(tmp_path):
+    spec = SPECS["log1pexp"]
+    written = report.write_report([spec], GENERATED, tmp_path, 64)
+    assert sorted(p.name for p in written) == ["accuracy.md", "log1pexp.png"]
+    text = (tmp_path / "accuracy.md").read_text(encoding="utf-8")
+    assert report.recorded_digest(text) == report.inputs_digest([spec], GENERATED)
+    assert (tmp_path / "plots" / "log1pexp.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 @functools.cache

@@ -349,20 +349,43 @@ def test_a_spec_file_name_cannot_inject_code(project, newline):
     assert not (project / "CANARY").exists()
 
 
-def test_a_build_writes_only_its_outputs_and_the_reference_cache(project):
+def test_a_build_writes_only_its_outputs(project, tmp_path):
+    """Nothing lands in the working folder but what was asked for: the exact references go to
+    the user's cache folder ($XDG_CACHE_HOME/hogen here) when $HOGEN_CACHE is unset."""
     text = spec_text("logit", old=False).replace("order: 2\n", "order: 1\n")
     (project / "specs" / "logit.yaml").write_text(text)
     before = set(tree(project))
     env = {k: v for k, v in _env().items() if k != "HOGEN_CACHE"}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "xdg-cache")
     result = subprocess.run(
         [HOGEN, "build"], cwd=project, env=env, capture_output=True, text=True, timeout=180
     )
     assert result.returncode == 0, result.stderr
     created = set(tree(project)) - before
-    assert {f"{OUT}/logit.py", f"{OUT}/__init__.py"} <= created
-    elsewhere = {p for p in created if not p.startswith(f"{OUT}/")}
-    # the exact references land in ./.hogen-cache unless $HOGEN_CACHE says otherwise
-    assert all(p.startswith(".hogen-cache/") and p.endswith(".npy") for p in elsewhere), elsewhere
+    assert created == {f"{OUT}/logit.py", f"{OUT}/__init__.py"}
+    cached = list((tmp_path / "xdg-cache" / "hogen").rglob("*.npy"))
+    assert cached, "the exact references are cached in the user's cache folder"
+
+
+def test_a_later_build_removes_the_temp_files_a_killed_build_left(project):
+    out = project / OUT
+    out.mkdir(exist_ok=True)
+    stale, fresh, foreign = (
+        out / ".logit.py.ab12cd_9.tmp",
+        out / ".logit.py.zz99yy_0.tmp",
+        out / ".notes.tmp",
+    )
+    for path in (stale, fresh, foreign):
+        path.write_text("partial write")
+    old = time.time() - 3600
+    os.utime(stale, (old, old))
+    os.utime(foreign, (old, old))
+    (project / "specs" / "logit.yaml").write_text(spec_text("logit", old=False))
+    result = hogen("build", cwd=project)
+    assert result.returncode == 0, result.stderr
+    assert not stale.exists(), "a temp file of a killed build is removed"
+    assert fresh.exists(), "a recent one may belong to a build running beside this one"
+    assert foreign.exists(), "files hogen did not name are never touched"
 
 
 # --- resource limits ------------------------------------------------------------------------------

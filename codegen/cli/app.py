@@ -12,7 +12,9 @@ imports (SymPy, TensorFlow) happen inside the commands that need them, so
 from __future__ import annotations
 
 import difflib
+import os
 import sys
+import time
 from pathlib import Path
 
 import typer
@@ -118,8 +120,18 @@ def _plan_changes(plan, spec_paths, out_dir, tests_dir, rebuild, ui, jobs, max_o
     raise typer.Exit(EXIT_USAGE)
 
 
+def _remove_stale_temp_files(folders: set[Path], ui: Terminal) -> None:
+    """Temp files of killed builds (`.<name>.py.XXXXXXXX.tmp`) in the folders written to."""
+    now = time.time()
+    for folder in sorted(folders):
+        for path in outputs.stale_temp_files(folder, now):
+            path.unlink(missing_ok=True)
+            ui.step(f"removed {outputs.display_path(path)} (left by an interrupted build)")
+
+
 def _apply(todo, ui: Terminal) -> tuple[int, int, bool]:
     """Write and remove files; (op modules written, test modules written, anything changed)."""
+    _remove_stale_temp_files({path.parent for path in todo.texts()}, ui)
     written = {path for path, text in todo.texts().items() if outputs.write_atomic(path, text)}
     for module in todo.removals:
         module.unlink(missing_ok=True)
@@ -205,7 +217,10 @@ def new_command(
         raise _usage(ui, f"{outputs.display_path(path)} exists; not overwritten")
     if not schema.exists():
         outputs.write_atomic(schema, schema_text())
-        ui.result(f"wrote {outputs.display_path(schema)}")
+        ui.result(
+            f"wrote {outputs.display_path(schema)}: the JSON Schema the spec's first line "
+            "points editors to (--schema PATH puts it elsewhere)"
+        )
     outputs.write_atomic(path, text)
     ui.result(f"wrote {outputs.display_path(path)}; build it with: hogen build {path.as_posix()}")
 
@@ -226,6 +241,12 @@ def explain_command(spec_path: Path = typer.Argument(..., help="A spec file.")) 
     Terminal().write(explain(_load(spec_path, Terminal())) + "\n")
 
 
+def _quiet_tensorflow() -> None:
+    """Keep TensorFlow's C++ start-up log lines out of hogen's output (unless the user set
+    TF_CPP_MIN_LOG_LEVEL); must run before TensorFlow is first imported."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+
 @app.command("verify")
 def verify_command(
     paths: list[Path] | None = PATHS,
@@ -236,6 +257,7 @@ def verify_command(
     """Run the generated ops in TensorFlow and measure them against the exact reference."""
     ui = Terminal()
     specs = [_load(path, ui) for path in _specs(paths, ui)]
+    _quiet_tensorflow()
     from codegen.measure.verify import format_table, verify_spec, write_json
 
     rows = [row for spec in specs for row in verify_spec(spec, out_dir, samples)]
@@ -254,6 +276,7 @@ def report_command(
     samples: int = typer.Option(2000, help="Sample points per dtype."),
 ) -> None:
     """Write docs/accuracy.md and error plots: hogen vs TF autodiff vs TF built-ins."""
+    _quiet_tensorflow()
     from codegen.measure.report import write_report
 
     ui = Terminal()

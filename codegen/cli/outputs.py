@@ -241,6 +241,23 @@ def _mode_for(path: Path) -> int:
         return 0o666 & ~umask
 
 
+_TEMP_FILE = re.compile(r"^\.(?P<target>[^/]+\.py)\.[A-Za-z0-9_]{8}\.tmp$")
+TEMP_FILE_AGE = 600.0  # seconds: a temp file older than this belongs to no running build
+
+
+def stale_temp_files(folder: Path, now: float) -> list[Path]:
+    """Temp files `write_atomic` left in `folder` (a build killed mid-write), older than
+    `TEMP_FILE_AGE` so that a build running beside this one keeps its own."""
+    if not folder.is_dir():
+        return []
+    found = []
+    for path in sorted(folder.iterdir()):
+        if _TEMP_FILE.match(path.name) and path.is_file():
+            if now - path.stat().st_mtime > TEMP_FILE_AGE:
+                found.append(path)
+    return found
+
+
 def write_atomic(path: Path, text: str) -> bool:
     """Write `text` to `path` via a temp file and rename; False if it was already there."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,6 @@
 """Spec loading: the text of a YAML spec in, a validated `Spec` out.
 
-In: the bytes of a spec file (DESIGN.md, "The spec"). Out: a frozen `Spec`
+In: the bytes of a spec file (docs/design.md, "The spec"). Out: a frozen `Spec`
 whose `expr` is a SymPy expression built node by node from Python's `ast`,
 walked with a whitelist: user text never reaches `eval`, `sympify` or their
 kin. YAML is composed with the safe loader, and only plain values pass: no

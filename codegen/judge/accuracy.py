@@ -1,4 +1,4 @@
-"""Accuracy as DESIGN.md defines it: sample points, exact references, bits of error.
+"""Accuracy as docs/design.md defines it: sample points, exact references, bits of error.
 
 In: a SymPy expression, its symbols, a domain per symbol and a dtype name
 ("float32" or "float64"). Out: `sample_points` (the inputs every figure is
@@ -26,6 +26,7 @@ import hashlib
 import itertools
 import math
 import os
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,7 +107,7 @@ def _inner_edges(lo: float, hi: float, dtype: str) -> tuple:
 
 
 def _specials(lo: float, hi: float, dtype: str) -> np.ndarray:
-    """DESIGN's special points in [lo, hi]: fixed values, the edges, just inside finite edges."""
+    """docs/design.md's special points in [lo, hi]: fixed values, edges, just inside them."""
     tiny = np.finfo(dtype).tiny
     lo_f, hi_f = _inner_edges(lo, hi, dtype)
     edges = ((lo_f, hi_f, lo), (hi_f, lo_f, hi))
@@ -440,8 +441,18 @@ def _limit_value(expr: sp.Expr, x: sp.Symbol, at: float, dtype: str) -> float:
 
 
 def default_cache_dir() -> Path:
-    """Where callers keep references: $HOGEN_CACHE, else .hogen-cache."""
-    return Path(os.environ.get("HOGEN_CACHE", ".hogen-cache"))
+    """Where callers keep references: $HOGEN_CACHE, else the user's cache folder by the
+    platform's convention (XDG on Linux: $XDG_CACHE_HOME/hogen or ~/.cache/hogen; macOS:
+    ~/Library/Caches/hogen; Windows: %LOCALAPPDATA%\\hogen\\Cache), never the working folder."""
+    if os.environ.get("HOGEN_CACHE"):
+        return Path(os.environ["HOGEN_CACHE"])
+    home = Path.home()
+    if sys.platform == "win32":
+        return Path(os.environ.get("LOCALAPPDATA", home / "AppData" / "Local")) / "hogen" / "Cache"
+    if sys.platform == "darwin":
+        return home / "Library" / "Caches" / "hogen"
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    return (Path(xdg) if os.path.isabs(xdg) else home / ".cache") / "hogen"
 
 
 def _save_atomic(path: Path, array: np.ndarray) -> None:
@@ -494,7 +505,7 @@ def reference(
 
 
 def bits_error(approx: np.ndarray, exact: np.ndarray, dtype: str) -> np.ndarray:
-    """Per point log2(1 + |ord(approx) - ord(exact)|), with DESIGN's rules for NaN, inf, 0."""
+    """Per point log2(1 + |ord(approx) - ord(exact)|), with the design's rules for NaN, inf, 0."""
     t = np.dtype(dtype)
     width, tiny = 8 * t.itemsize, np.finfo(t).tiny
     a, e = np.asarray(approx).astype(t), np.asarray(exact).astype(t)

@@ -4,7 +4,8 @@ In: a `Spec`, its tools ({"hogen" | "autodiff" | "builtin": callable on the args
 `Curves` (per dtype, the bits of error of every tool and partial at each plotted x, against
 `accuracy.reference`) and `render_plot`, a PNG with a row per partial and a column per
 dtype. The line each op follows is `SLICES` (default: along x, 0 and ±2^k for k in
-[-20, 10], DESIGN's model-typical magnitudes). PNG bytes carry no version or timestamp.
+[-20, 10], the model-typical magnitudes of docs/design.md). PNG bytes carry no version or
+timestamp.
 """
 
 from __future__ import annotations

@@ -1,16 +1,24 @@
 """`hogen report`: docs/accuracy.md and one error plot per op.
 
 In: loaded specs, the folder of generated modules, the docs folder and the sample count.
-Out: `<docs>/accuracy.md`, with DESIGN.md's figures (mean bits, p99 bits, failures) per op,
+Out: `<docs>/accuracy.md`, with docs/design.md's figures (mean bits, p99 bits, failures) per op,
 partial and dtype for hogen, for TF autodiff of the naive `expr` and for the TF built-in
 where one exists (`BUILTINS`), measured by `verify.verify_spec`; and `<docs>/plots/<op>.png`
-from `codegen.measure.plots`. The same specs, ops and TensorFlow give the same bytes: no
-timestamps, no version stamps in the PNGs, ops in sorted order.
+from `codegen.measure.plots`. The same specs, ops and TensorFlow on the same processor give
+the same bytes: no timestamps, no version stamps in the PNGs, ops in sorted order.
+
+The figures are a measurement: TensorFlow's CPU kernels round differently on different
+processors, so the page says where it was measured (`machine`), and its freshness is judged
+by its inputs, not by its bytes: `inputs_digest` hashes the specs, the generated modules,
+hogen's version and the measuring code, and the page records it (`recorded_digest`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import platform
+import re
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
+from codegen import __version__
 from codegen.front.spec import Spec
 from codegen.judge import accuracy
 from codegen.measure import plots, verify
@@ -76,6 +85,54 @@ def _plot(spec: Spec, out_dir: Path) -> tuple[list[plots.Curves], bytes]:
     labels = {**_LABELS, "builtin": builtin.label if builtin else ""}
     curves = plots.plot_curves(spec, tools)
     return curves, plots.render_plot(spec, curves, labels)
+
+
+# --- where and from what it was measured ----------------------------------------------------
+
+_DIGEST_LINE = re.compile(r"^<!-- inputs-sha256: ([0-9a-f]{64}) -->$", re.M)
+
+
+def _measuring_code() -> list[Path]:
+    """The modules whose code decides the figures besides the ops: sampling, reference, paths."""
+    return [Path(m.__file__) for m in (accuracy, verify, plots)] + [Path(__file__)]
+
+
+def inputs_digest(specs: list[Spec], out_dir: Path) -> str:
+    """sha256 of what determines the report: each spec (its hash covers hogen's version), its
+    generated module, and the measuring code. Any edit to one of them changes it."""
+    h = hashlib.sha256(f"hogen {__version__}\n".encode())
+    for spec in sorted(specs, key=lambda s: s.name):
+        module = (out_dir / f"{spec.name}.py").read_bytes()
+        h.update(f"{spec.name} {spec.sha256} {hashlib.sha256(module).hexdigest()}\n".encode())
+    for path in _measuring_code():
+        h.update(f"{path.name} {hashlib.sha256(path.read_bytes()).hexdigest()}\n".encode())
+    return h.hexdigest()
+
+
+def recorded_digest(markdown: str) -> str | None:
+    """The inputs digest a written docs/accuracy.md records, or None if it records none."""
+    found = _DIGEST_LINE.search(markdown)
+    return found.group(1) if found else None
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def machine() -> str:
+    """Where the figures were measured: TensorFlow, CPU model, OS, oneDNN setting."""
+    onednn = os.environ.get("TF_ENABLE_ONEDNN_OPTS", "unset")
+    return (
+        f"TensorFlow {tf.__version__} on CPU ({_cpu_model()}), {platform.system()} "
+        f"{platform.machine()}, Python {platform.python_version()}, "
+        f"TF_ENABLE_ONEDNN_OPTS={onednn}"
+    )
 
 
 # --- the markdown ---------------------------------------------------------------------------
@@ -143,17 +200,28 @@ def _off_sample(spec: Spec, curves: list[plots.Curves]) -> list[str]:
 
 
 def render_markdown(
-    specs: list[Spec], rows: list[verify.Row], curves: dict[str, list[plots.Curves]], samples: int
+    specs: list[Spec],
+    rows: list[verify.Row],
+    curves: dict[str, list[plots.Curves]],
+    samples: int,
+    digest: str,
 ) -> str:
     """docs/accuracy.md: how it is measured, a summary, where hogen breaks, a table per op."""
     lines = [
         "# Accuracy: hogen against TF autodiff and TF built-ins",
         "",
         "<!-- Written by `hogen report` (`make report`); do not edit. -->",
+        f"<!-- inputs-sha256: {digest} -->",
         "",
-        'Every figure is measured as DESIGN.md ("Accuracy, defined") defines '
-        f"it, with TensorFlow {tf.__version__} on CPU. Per op and dtype, {samples} points "
-        "(seed 0): DESIGN's special points, then half drawn uniformly over the dtype's bit "
+        f"Measured with {machine()}. TensorFlow's CPU kernels round differently on "
+        "different processors, so another machine gives slightly different figures; the "
+        "promise is what must hold on every one. The line `inputs-sha256` above records the "
+        "specs, generated modules, hogen version and measuring code this page was measured "
+        "from: the test suite fails when any of them changes without `make report`.",
+        "",
+        'Every figure is measured as docs/design.md ("Accuracy, defined") defines '
+        f"it. Per op and dtype, {samples} points "
+        "(seed 0): the design's special points, then half drawn uniformly over the dtype's bit "
         "patterns inside the domain, half with magnitudes log-uniform in [2^-20, 2^10]. The "
         "exact value of each partial comes from python-flint `arb` balls at doubling "
         "precision. Error in bits is `log2(1 + |ord(approx) - ord(exact)|)`: 0 is exact, "
@@ -163,7 +231,9 @@ def render_markdown(
         f"≤ {accuracy.MEAN_LIMIT} bits, p99 ≤ {accuracy.P99_LIMIT:g} bits and no failures, "
         "for every partial, float32 and float64.",
         "",
-        "- **hogen**: the generated op, derivatives by nested `tf.GradientTape`s.",
+        "- **hogen**: the generated op, derivatives by nested `tf.GradientTape`s, run "
+        "eagerly, in `tf.function` and in `tf.function(jit_compile=True)`; each row shows "
+        "the worst of the three.",
         "- **autodiff**: the spec's `expr` written with plain TF ops, differentiated by TF.",
         "- **built-in**: the TF op that computes the function, where there is one, "
         "differentiated by TF's registered gradients.",
@@ -242,6 +312,6 @@ def write_report(specs: list[Spec], out_dir: Path, docs_dir: Path, samples: int)
         _write_atomic(path, png)
         written.append(path)
     path = docs_dir / "accuracy.md"
-    text = render_markdown(specs, rows, curves, samples) + "\n"
+    text = render_markdown(specs, rows, curves, samples, inputs_digest(specs, out_dir)) + "\n"
     _write_atomic(path, text.encode("utf-8"))
     return [path, *written]

@@ -3,7 +3,7 @@
 In: a spec file and the folder holding the op built from it. Out: pytest
 assertions. `measure` and `assert_promise` judge the op against the exact
 reference through `codegen.measure.verify.verify_spec`, the measurement `hogen
-verify` makes (DESIGN.md, "Accuracy, defined"). `assert_matches_autodiff`
+verify` makes (docs/design.md, "Accuracy, defined"). `assert_matches_autodiff`
 compares the op's partial derivative with TF autodiff of the spec's naive
 `expr`, lowered and run the way `verify` runs it, in float64 on a grid of
 moderate inputs (|arg| <= 2, inside the domain); points where the naive

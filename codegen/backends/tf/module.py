@@ -5,7 +5,7 @@ the package's `__init__.py`). Every name and line is computed here (docstring
 text in `doctext`, the lines of each lowered form in `tfsource`) and handed to
 logic-free Jinja2 templates rendered with `StrictUndefined`.
 
-The module's shape (see DESIGN.md, "The generated module"): a public op that
+The module's shape (see docs/design.md, "The generated module"): a public op that
 converts inputs and casts float16/bfloat16 (and float32, where measured
 necessary) to the compute dtype; one `tf.custom_gradient` function whose
 value is computed from `tf.stop_gradient` of the inputs (so forward mode
