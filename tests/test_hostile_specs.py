@@ -54,10 +54,10 @@ def test_corpus_is_there():
 
 @pytest.mark.parametrize("path", CORPUS, ids=[p.stem for p in CORPUS])
 def test_hostile_file(path):
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: a guard against runaway parsing, not a speed test
     with pytest.raises(SpecError) as info:
         load_spec(path)
-    assert time.perf_counter() - start < 2
+    assert time.process_time() - start < 2
     message = check_error(info.value, str(path))
     assert expectation(path) in message
     assert info.value.source_line is None or "\n" not in info.value.source_line
@@ -127,10 +127,10 @@ GENERATED = {
 @pytest.mark.parametrize("name", sorted(GENERATED))
 def test_generated_hostile_text(name):
     text, expected = GENERATED[name]
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: a guard against runaway parsing, not a speed test
     with pytest.raises(SpecError) as info:
         parse_spec_text(text, "gen.yaml")
-    assert time.perf_counter() - start < 2
+    assert time.process_time() - start < 2
     assert expected in check_error(info.value, "gen.yaml")
 
 
