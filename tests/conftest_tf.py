@@ -67,7 +67,7 @@ def assert_within_promise(got, want, dtype=None, err_msg=""):
     (bits_error scores any other value there as the full width); where `want` rounds to 0 the
     result must be below the smallest normal.
     """
-    got = np.asarray(got)
+    got = np.atleast_1d(np.asarray(got))
     dtype = np.dtype(getattr(dtype, "as_numpy_dtype", dtype or got.dtype)).name
     want = np.broadcast_to(np.asarray(want, dtype=dtype), got.shape)
     where = f"{err_msg}: got {got}, exact {want}"

@@ -40,7 +40,7 @@ LOGADDEXP = sp.log(sp.exp(X) + sp.exp(Y))
 
 def _d(expr, *orders):
     """The partial of `expr` of orders (in x, in y)."""
-    return sp.diff(expr, *[v for v, n in zip((X, Y), orders) for _ in range(n)])
+    return sp.diff(expr, *[item for pair in zip((X, Y), orders) for item in pair])
 
 
 # The classic script's numbers at x = 1: sigmoid(1) and sigmoid(1) * sigmoid(-1).
