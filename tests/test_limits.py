@@ -12,6 +12,7 @@ import numpy as np
 import sympy as sp
 
 from codegen.front.functions import sigmoid
+from codegen.judge import accuracy
 from codegen.judge.numeric import run
 from codegen.lower import Regimes, free_symbols, lower
 from codegen.stabilize.limits import with_limits
@@ -49,6 +50,7 @@ def test_silu_first_derivative_gets_its_limits_at_both_infinities():
 def test_finite_points_and_nan_are_untouched():
     fixed = with_limits(SILU_D1, SILU_D1_EXACT, ARGS, ALL_REALS, _evaluate)
     points = [-700.0, -3.0, -1e-300, 0.0, 2.5, 40.0, 1e300]
+    # the same NumPy ops on the same values in one process: bit for bit on any machine
     np.testing.assert_array_equal(_at(fixed, points), _at(SILU_D1, points))
     assert np.isnan(_at(fixed, [math.nan])).all(), "NaN in gives NaN out"
 
@@ -94,5 +96,6 @@ def test_two_args_get_pieces_per_arg_and_keep_the_other_finite():
     for dtype in ("float32", "float64"):
         out = _evaluate(fixed, rows, dtype)
         np.testing.assert_array_equal(out[:3], [0.0, 0.0, 0.0])
-        np.testing.assert_allclose(out[3], -2 / 5**1.5, rtol=1e-6)
+        want = accuracy.reference(exact, (x, y), rows[3:4], dtype)
+        assert accuracy.bits_error(out[3:4], want, dtype)[0] <= accuracy.P99_LIMIT
         assert np.isnan(out[4])

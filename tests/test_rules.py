@@ -16,7 +16,7 @@ import sympy as sp
 from sympy.codegen.cfunctions import expm1, hypot, log1p
 
 from codegen.front.functions import sigmoid, softplus
-from codegen.judge.accuracy import bits_error, reference
+from codegen.judge.accuracy import P99_LIMIT, bits_error, reference
 from codegen.judge.numeric import run
 from codegen.lower import lower
 from codegen.stabilize.rules import STABLE_RULES, Rule, apply_rules, rewrite_node
@@ -212,7 +212,9 @@ def test_used_names_are_sorted_and_unique():
 
 
 # Why each rule exists: a point where the original loses every digit in float64 and the
-# rewrite, computed op by op as TensorFlow will compute it, is within a few ulps.
+# rewrite, computed op by op as TensorFlow will compute it, keeps the promise there (at most
+# P99_LIMIT bits: NumPy's exp, log, ... round differently on different processors, so no
+# tighter ulp count holds on every machine).
 UNSTABLE_AT = {
     "log1p": (sp.log(1 + x**2), (1e-10,)),
     "expm1": (sp.exp(x) - 1, (1e-20,)),
@@ -250,4 +252,4 @@ def test_rewrite_is_stable_where_the_original_is_not(name):
     exact = reference(original, symbols, np.array([point]), "float64")
     assert np.isfinite(exact).all() and (exact != 0).all()
     assert bits_error(_float64(original, point), exact, "float64")[0] > 10
-    assert bits_error(_float64(rewritten, point), exact, "float64")[0] <= 2
+    assert bits_error(_float64(rewritten, point), exact, "float64")[0] <= P99_LIMIT

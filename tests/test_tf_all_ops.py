@@ -1,12 +1,14 @@
 """Every op in generated/: XLA compiles value, f' and f''; low precision keeps its dtype.
 
 Values are compared with the same op in float64 (whose accuracy `hogen verify`
-measures against the exact reference), at moderate points inside each domain.
+measures against the exact reference), at moderate points inside each domain: XLA's
+kernels against eager ones as far apart as the promise lets two paths lie
+(conftest_tf.assert_paths_agree), low precision against float64 within its own precision.
 """
 
 import numpy as np
 import pytest
-from conftest_tf import tf  # noqa: F401  (sets TF logging and sys.path first)
+from conftest_tf import assert_paths_agree, tf  # (sets TF logging and sys.path first)
 
 import generated
 from codegen.front.spec import load_spec
@@ -48,8 +50,10 @@ def test_xla_compiles_value_and_two_derivatives(name):
     args = _inputs(op, tf.float64)
     eager = _value_and_derivatives(op, args)
     compiled = tf.function(lambda *a: _value_and_derivatives(op, list(a)), jit_compile=True)(*args)
-    for e, c in zip(eager, compiled):
-        np.testing.assert_allclose(c.numpy(), e.numpy(), rtol=1e-12, atol=1e-300)
+    # XLA compiles its own exp, log, tanh...: they round differently from the eager kernels,
+    # by an amount that depends on the processor; both keep the promise
+    for order, (e, c) in enumerate(zip(eager, compiled)):
+        assert_paths_agree(c.numpy(), e.numpy(), err_msg=f"{name} order {order}")
 
 
 @pytest.mark.parametrize("dtype, rtol", [(tf.float16, 4e-3), (tf.bfloat16, 3e-2)])
