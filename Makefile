@@ -38,7 +38,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_build.py
 
 lint: $(STAMP)
-	$(BIN)/ruff check codegen tests generated benchmarks
+	$(BIN)/ruff check codegen tests generated generated_jax generated_torch benchmarks
 
 clean:
 	rm -rf $(VENV) .hogen-cache .pytest_cache

@@ -1,16 +1,17 @@
 """The pipeline as one chain: Spec -> Derivatives -> StableForms -> module source.
 
-In: a `Spec`. Out: the generated module's text. Pure: no files, no TensorFlow.
+In: a `Spec` and a backend name. Out: the generated module's text. Pure: no files, no
+framework imported.
 """
 
 from __future__ import annotations
 
-from codegen.backends.tf.module import emit
+from codegen.backends import emit
 from codegen.derive import DEFAULT_MAX_OPS, derive
 from codegen.front.spec import Spec
 from codegen.stabilize import stabilize
 
 
-def build(spec: Spec, max_ops: int = DEFAULT_MAX_OPS) -> str:
+def build(spec: Spec, max_ops: int = DEFAULT_MAX_OPS, backend: str = "tf") -> str:
     """The generated module for `spec`; `max_ops` bounds the size of any one derivative."""
-    return emit(stabilize(derive(spec, max_ops)))
+    return emit(stabilize(derive(spec, max_ops)), backend)

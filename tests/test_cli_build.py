@@ -37,14 +37,14 @@ def _spec_text(order: int = 1) -> str:
 
 
 _REAL_BUILD = pipeline.build
-_BUILT: dict[tuple[str, str], str] = {}
+_BUILT: dict[tuple[str, str, str], str] = {}
 
 
-def _memo_build(spec, max_ops: int = 20_000) -> str:
+def _memo_build(spec, max_ops: int = 20_000, backend: str = "tf") -> str:
     """`pipeline.build`, run once per spec path and hash: these tests are about files."""
-    key = (spec.path, spec.sha256)
+    key = (spec.path, spec.sha256, backend)
     if key not in _BUILT:
-        _BUILT[key] = _REAL_BUILD(spec, max_ops)
+        _BUILT[key] = _REAL_BUILD(spec, max_ops, backend)
     return _BUILT[key]
 
 

@@ -32,10 +32,10 @@ HOGEN = shutil.which("hogen", path=str(VENV_BIN)) or str(REPO / ".venv" / "bin" 
 _REAL_BUILD, _BUILT = pipeline.build, {}
 
 
-def _memo_build(spec, max_ops: int = 20_000) -> str:
-    key = (spec.path, spec.sha256)
+def _memo_build(spec, max_ops: int = 20_000, backend: str = "tf") -> str:
+    key = (spec.path, spec.sha256, backend)
     if key not in _BUILT:
-        _BUILT[key] = _REAL_BUILD(spec, max_ops)
+        _BUILT[key] = _REAL_BUILD(spec, max_ops, backend)
     return _BUILT[key]
 
 

@@ -96,35 +96,56 @@ def docstring(summary: str, body: list[str], indent: str = "    ") -> str:
     )
 
 
-def domain_sentence(spec) -> str:
+# How each backend's docstrings name its arrays, its framework, and its float32 promotion.
+_WORDS = {
+    "tf": ("float tensor, NumPy array or Python number", "A tensor", "TensorFlow's", ""),
+    "jax": (
+        "float JAX or NumPy array, or Python number",
+        "An array",
+        "jax.numpy's",
+        "Only when jax_enable_x64 is on: without it float32 is computed in float32 and "
+        "loses the promise near the edges of float32's range.",
+    ),
+    "torch": ("float tensor or Python number", "A tensor", "PyTorch's", ""),
+}
+
+
+def domain_sentence(spec, backend: str = "tf") -> str:
     """Where accuracy is promised, and what happens elsewhere."""
     bounds = ", ".join(f"{a} in [{lo!r}, {hi!r}]" for a, (lo, hi) in zip(spec.args, spec.domain))
     return (
         f"Accuracy (every order, float32 and float64) is measured and promised for {bounds}. "
         "Outside it the same forms are evaluated without that promise; where the function has "
-        "no real value the result is NaN, as for TensorFlow's own ops. NaN in gives NaN out."
+        f"no real value the result is NaN, as for {_WORDS[backend][2]} own ops. "
+        "NaN in gives NaN out."
     )
 
 
-def public_doc(forms: StableForms) -> str:
+def public_doc(forms: StableForms, backend: str = "tf", limits: tuple[str, ...] = ()) -> str:
+    """The public op's docstring; `limits` are paragraphs on what the framework cannot do."""
     spec = forms.spec
+    kind, returns, _, promoted = _WORDS[backend]
     body = wrap(spec.doc, "    ", hanging=False)
     body += ["", "Args:"]
-    body += [
-        f"    {a}: float tensor, NumPy array or Python number (inputs broadcast)."
-        for a in spec.args
-    ]
+    body += [f"    {a}: {kind} (inputs broadcast)." for a in spec.args]
     body += [f"    {p}: float parameter, no gradient (default {v!r})." for p, v in spec.params]
-    body += ["", *wrap(domain_sentence(spec), "    ", hanging=False)]
+    body += ["", *wrap(domain_sentence(spec, backend), "    ", hanging=False)]
+    for paragraph in limits:
+        body += ["", *wrap(paragraph, "    ", hanging=False)]
     body += [
         "",
         "Returns:",
-        "    A tensor of the inputs' dtype. float16 and bfloat16 are computed in",
+        f"    {returns} of the inputs' dtype. float16 and bfloat16 are computed in",
         "    float32 and cast back"
         + (
             "; float32 is computed in float64 (measured necessary)."
             if forms.promote_float32
             else "."
+        ),
+        *(
+            ["    " + line for line in wrap(promoted, "        ", hanging=False)]
+            if promoted and forms.promote_float32
+            else []
         ),
         "",
         "Raises:",

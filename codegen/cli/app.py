@@ -25,11 +25,16 @@ from codegen.cli.terminal import Terminal
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
-    help="Generate TensorFlow ops with numerically stable custom derivatives.",
+    help="Generate TensorFlow, JAX and PyTorch ops with numerically stable custom derivatives.",
 )
 EXIT_STALE, EXIT_USAGE, EXIT_INTERNAL = 1, 2, 123
 PATHS = typer.Argument(None, help="Spec files or folders (default: specs/).")
-OUT = typer.Option(Path("generated"), "--out", help="Folder of generated modules.")
+OUT = typer.Option(
+    None,
+    "--out",
+    help="Folder of generated modules (default: generated/, generated_jax/, generated_torch/).",
+)
+BACKEND = typer.Option("tf", "--backend", help="The framework: tf, jax or torch.")
 QUIET = typer.Option(False, "--quiet", "-q", help="Print only errors and findings.")
 VERBOSE = typer.Option(False, "--verbose", "-v", help="Print every step.")
 
@@ -60,7 +65,16 @@ def _load(path: Path, ui: Terminal):
         raise typer.Exit(EXIT_USAGE) from None
 
 
-def _renderer(ui: Terminal, jobs: int, max_ops: int):
+def _out(out_dir: Path | None, backend: str, ui: Terminal) -> Path:
+    """`--out`, or the backend's default folder; a usage error for an unknown backend."""
+    from codegen.backends import BACKENDS, DEFAULT_OUT
+
+    if backend not in BACKENDS:
+        raise _usage(ui, f"--backend: expected one of {', '.join(BACKENDS)}, got {backend!r}")
+    return out_dir if out_dir is not None else Path(DEFAULT_OUT[backend])
+
+
+def _renderer(ui: Terminal, jobs: int, max_ops: int, backend: str = "tf"):
     """A function building specs into module text, with progress, in `jobs` processes."""
     from concurrent.futures import ProcessPoolExecutor
     from functools import partial
@@ -68,7 +82,7 @@ def _renderer(ui: Terminal, jobs: int, max_ops: int):
     from codegen import pipeline
 
     def render(specs: list) -> list[str]:
-        work = partial(pipeline.build, max_ops=max_ops)
+        work = partial(pipeline.build, max_ops=max_ops, backend=backend)
         with ui.progress(len(specs), "building") as advance:
             if jobs <= 1 or len(specs) <= 1:
                 return [_done(work(spec), spec, advance) for spec in specs]
@@ -106,13 +120,14 @@ def _report_check(plan: outputs.Plan, out_dir: Path, ui: Terminal) -> None:
     ui.result(outputs.check_summary(plan), stderr=True)
 
 
-def _plan_changes(plan, spec_paths, out_dir, tests_dir, rebuild, ui, jobs, max_ops):
+def _plan_changes(plan, spec_paths, out_dir, tests_dir, rebuild, ui, jobs, max_ops, backend):
     from codegen.cli.building import BuildError, changes
     from codegen.derive import DeriveError
     from codegen.front.spec import SpecError
 
     try:
-        return changes(plan, spec_paths, out_dir, tests_dir, rebuild, _renderer(ui, jobs, max_ops))
+        render = _renderer(ui, jobs, max_ops, backend)
+        return changes(plan, spec_paths, out_dir, tests_dir, rebuild, render, backend)
     except SpecError as error:
         ui.spec_error(error)
     except (BuildError, DeriveError) as error:
@@ -145,7 +160,8 @@ def _apply(todo, ui: Terminal) -> tuple[int, int, bool]:
 @app.command("build")
 def build_command(
     paths: list[Path] | None = PATHS,
-    out_dir: Path = OUT,
+    out_dir: Path | None = OUT,
+    backend: str = BACKEND,
     tests_dir: Path | None = typer.Option(
         None, "--tests", help="Also write a pytest module per op into this folder."
     ),
@@ -165,19 +181,21 @@ def build_command(
         help="Stop with an error when a derivative grows past this size.",
     ),
 ) -> None:
-    """Build specs into TensorFlow modules (skipping fresh ones)."""
+    """Build specs into TensorFlow, JAX or PyTorch modules (skipping fresh ones)."""
     ui = Terminal(quiet, verbose)
+    out_dir = _out(out_dir, backend, ui)
     spec_paths = _specs(paths, ui)
     if tests_dir is not None and outputs.relative(tests_dir, out_dir) == ".":
         raise _usage(ui, "--tests must name a folder other than --out")
-    plan = outputs.plan(spec_paths, out_dir, tests_dir)
+    plan = outputs.plan(spec_paths, out_dir, tests_dir, backend)
     if check and not diff:
         _report_check(plan, out_dir, ui)
         raise typer.Exit(0 if plan.clean else EXIT_STALE)
     if plan.clean and not (force or diff):
         ui.result(outputs.build_summary(0, len(spec_paths), 0))
         return
-    todo = _plan_changes(plan, spec_paths, out_dir, tests_dir, force or diff, ui, jobs, max_ops)
+    rebuild = force or diff
+    todo = _plan_changes(plan, spec_paths, out_dir, tests_dir, rebuild, ui, jobs, max_ops, backend)
     if diff:
         texts = [_diff(path, text) for path, text in todo.texts().items()]
         texts += [_diff(path, "") for path in todo.removals]
@@ -250,17 +268,19 @@ def _quiet_tensorflow() -> None:
 @app.command("verify")
 def verify_command(
     paths: list[Path] | None = PATHS,
-    out_dir: Path = OUT,
+    out_dir: Path | None = OUT,
+    backend: str = BACKEND,
     json_path: Path | None = typer.Option(None, "--json", help="Also write the figures as JSON."),
     samples: int = typer.Option(2000, help="Sample points per dtype."),
 ) -> None:
-    """Run the generated ops in TensorFlow and measure them against the exact reference."""
+    """Run the generated ops in their framework and measure them against the exact reference."""
     ui = Terminal()
+    out_dir = _out(out_dir, backend, ui)
     specs = [_load(path, ui) for path in _specs(paths, ui)]
     _quiet_tensorflow()
     from codegen.measure.verify import format_table, verify_spec, write_json
 
-    rows = [row for spec in specs for row in verify_spec(spec, out_dir, samples)]
+    rows = [row for spec in specs for row in verify_spec(spec, out_dir, samples, backend=backend)]
     ui.write(format_table(rows) + "\n")
     if json_path:
         write_json(rows, json_path)
@@ -271,7 +291,7 @@ def verify_command(
 @app.command("report")
 def report_command(
     paths: list[Path] | None = PATHS,
-    out_dir: Path = OUT,
+    out_dir: Path | None = OUT,
     docs: Path = typer.Option(Path("docs"), "--docs", help="Where accuracy.md and plots go."),
     samples: int = typer.Option(2000, help="Sample points per dtype."),
 ) -> None:
@@ -280,6 +300,7 @@ def report_command(
     from codegen.measure.report import write_report
 
     ui = Terminal()
+    out_dir = _out(out_dir, "tf", ui)
     specs = [_load(path, ui) for path in _specs(paths, ui)]
     for path in write_report(specs, out_dir, docs, samples):
         ui.result(f"wrote {path}")

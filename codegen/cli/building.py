@@ -55,7 +55,9 @@ def load_specs(spec_paths: list[Path], out: Path) -> dict[Path, object]:
     return specs
 
 
-def check_names(specs: dict, targets: list[Path], out: Path, tests: Path | None) -> None:
+def check_names(
+    specs: dict, targets: list[Path], out: Path, tests: Path | None, backend: str = "tf"
+) -> None:
     """One op per name, and no build over a file that belongs to someone else."""
     first: dict[str, Path] = {}
     for path, spec in specs.items():
@@ -68,7 +70,7 @@ def check_names(specs: dict, targets: list[Path], out: Path, tests: Path | None)
     root, in_run = outputs.project_root(out), {os.path.abspath(p) for p in specs}
     for path in targets:
         files = [out / f"{specs[path].name}.py"]
-        files += [tests / outputs.test_module_name(specs[path].name)] if tests else []
+        files += [tests / outputs.test_module_name(specs[path].name, backend)] if tests else []
         for file in filter(Path.exists, files):
             header = outputs.read_header(file)
             if header is None:
@@ -90,15 +92,16 @@ def changes(
     tests: Path | None,
     rebuild: bool,
     render: Callable[[list], list[str]],
+    backend: str = "tf",
 ) -> Changes:
     """The files a build writes and removes; `rebuild` rebuilds fresh specs too."""
     targets = list(spec_paths if rebuild else plan.to_build)
     tests_only = [spec for spec, _ in plan.tests_due if spec not in targets]
     specs = load_specs(spec_paths, out) if targets or tests_only else {}
-    check_names(specs, targets + tests_only, out, tests)
+    check_names(specs, targets + tests_only, out, tests, backend)
     texts = render([specs[path] for path in targets])
     modules = {out / f"{specs[p].name}.py": text for p, text in zip(targets, texts)}
-    test_texts = _test_modules(specs, targets + tests_only, out, tests)
+    test_texts = _test_modules(specs, targets + tests_only, (out, tests, backend))
     written = {*modules, *test_texts}
     root = outputs.project_root(out)
     superseded = [
@@ -109,20 +112,24 @@ def changes(
     ]
     removals = tuple(sorted({*plan.extra, *superseded}))
     names = {m.stem for m in _ours(out) if m not in removals} | {m.stem for m in modules}
-    from codegen.backends.tf.module import render_init
+    from codegen.backends.forms import render_init
 
     return Changes(
         modules, test_texts, (out / outputs.INIT_NAME, render_init(sorted(names))), removals
     )
 
 
-def _test_modules(specs: dict, paths: list[Path], out: Path, tests: Path | None) -> dict:
+def _test_modules(specs: dict, paths: list[Path], where) -> dict:
+    """The generated test modules; `where` is (out, tests, backend)."""
+    out, tests, backend = where
     if tests is None:
         return {}
     from codegen.cli.testgen import render_tests
 
     return {
-        tests / outputs.test_module_name(specs[p].name): render_tests(specs[p], p, out, tests)
+        tests / outputs.test_module_name(specs[p].name, backend): render_tests(
+            specs[p], p, out, tests, backend
+        )
         for p in paths
     }
 

@@ -14,17 +14,18 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from codegen.backends import BACKENDS, DEFAULT_OUT
 from codegen.cli import outputs
 
 _FLAGS = {"--check", "--quiet", "-q", "--exit-non-zero-on-change"}
-_VALUED = {"--out", "--tests"}
+_VALUED = {"--out", "--tests", "--backend"}
 
 
 def _parse(argv: list[str]) -> dict | None:
     """The options of a plain `build` command line, or None if the fast path does not apply."""
     if not argv or argv[0] != "build":
         return None
-    options: dict = {"paths": [], "flags": set(), "--out": "generated", "--tests": None}
+    options: dict = {"paths": [], "flags": set(), "--out": None, "--tests": None, "--backend": "tf"}
     rest = iter(argv[1:])
     for word in rest:
         name, equals, value = word.partition("=")
@@ -50,12 +51,15 @@ def fast_build(argv: list[str]) -> int | None:
     specs = outputs.find_specs(options["paths"] or [Path("specs")])
     if not all(path.is_file() for path in specs):
         return None
-    out = Path(options["--out"])
+    backend = options["--backend"]
+    if backend not in BACKENDS:
+        return None  # the CLI refuses this with a usage error
+    out = Path(options["--out"] or DEFAULT_OUT[backend])
     tests = Path(options["--tests"]) if options["--tests"] else None
     if tests is not None and outputs.relative(tests, out) == ".":
         return None  # the CLI refuses this with a usage error
     try:
-        plan = outputs.plan(specs, out, tests)
+        plan = outputs.plan(specs, out, tests, backend)
     except OSError:
         return None
     if not plan.clean:

@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 
 from codegen import __version__
+from codegen.backends import DEFAULT_OUT, header_sha256
 from codegen.backends.templates_env import render
 from codegen.cli import outputs
 from codegen.derive import multi_indices
@@ -41,24 +42,28 @@ def _literal(path: str) -> str:
     return json.dumps(path)
 
 
-def render_tests(spec: Spec, spec_file: Path, out: Path, tests: Path) -> str:
-    """The pytest module that tests the op built from `spec_file` into `out`."""
+def render_tests(spec: Spec, spec_file: Path, out: Path, tests: Path, backend: str = "tf") -> str:
+    """The pytest module that tests the op built by `backend` from `spec_file` into `out`."""
     spec_from_here = outputs.relative(spec_file, tests)
     out_from_here = outputs.relative(out, tests)
     root = outputs.project_root(out)
     sha = outputs.tests_sha256(spec_file.read_bytes(), spec_from_here, out_from_here)
+    sha = header_sha256(sha, backend)
     spec_path = outputs.header_spec_path(spec_file, out)
     out_name = outputs.relative(out, root)  # the project root holds `out`: run from there
-    out_option = "" if out_name == "generated" else f"--out {out_name} "
+    out_option = "" if out_name == DEFAULT_OUT[backend] else f"--out {out_name} "
+    out_option = ("" if backend == "tf" else f"--backend {backend} ") + out_option
     command = f"{out_option}--tests {outputs.relative(tests, root)} {spec_path}"
     return render(
-        "tf/test_module.py.j2",
+        "test_module.py.j2",
         {
             "version": __version__,
             "spec_path": spec_path,
             "command": command,
             "sha256": sha,
             "name": spec.name,
+            "framework": {"tf": "TF", "jax": "JAX", "torch": "PyTorch"}[backend],
+            "backend_arg": "" if backend == "tf" else f', backend="{backend}"',
             "order": spec.order,
             "spec_from_here": _literal(spec_from_here),
             "out_from_here": _literal(out_from_here),

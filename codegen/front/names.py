@@ -12,7 +12,7 @@ from __future__ import annotations
 import builtins
 import keyword
 
-MODULE_GLOBALS = frozenset({"tf", "np", "math", "functools"})
+MODULE_GLOBALS = frozenset({"tf", "np", "math", "functools", "jax", "jnp", "torch", "SymbolicZero"})
 GENERATED_LOCALS = frozenset({"dy", "grad", "value", "dtype", "compute"})
 GRAMMAR_CONSTANTS = frozenset({"pi", "E", "e", "inf", "nan", "I", "oo"})
 

@@ -3,8 +3,9 @@
 In: a spec file and the folder holding the op built from it. Out: pytest
 assertions. `measure` and `assert_promise` judge the op against the exact
 reference through `codegen.measure.verify.verify_spec`, the measurement `hogen
-verify` makes (docs/design.md, "Accuracy, defined"). `assert_matches_autodiff`
-compares the op's partial derivative with TF autodiff of the spec's naive
+verify` makes (docs/design.md, "Accuracy, defined"), in the op's framework (TF, JAX or
+PyTorch). `assert_matches_autodiff` compares the op's partial derivative with that
+framework's autodiff of the spec's naive
 `expr`, lowered and run the way `verify` runs it, in float64 on a grid of
 moderate inputs (|arg| <= 2, inside the domain); points where the naive
 expression is not finite (0/0 at a removable singularity) are not compared.
@@ -20,7 +21,6 @@ import numpy as np
 
 from codegen.front.spec import Spec, load_spec
 from codegen.judge import accuracy
-from codegen.lower import lower
 from codegen.measure import verify
 
 DTYPES = accuracy.DTYPES
@@ -35,10 +35,10 @@ def _spec(spec_path: str) -> Spec:
     return load_spec(spec_path)
 
 
-def measure(spec_path: Path, out_dir: Path, samples: int = SAMPLES) -> dict:
-    """The op's figures against the exact reference, by (partial, dtype)."""
+def measure(spec_path: Path, out_dir: Path, samples: int = SAMPLES, backend: str = "tf") -> dict:
+    """The op (built by `backend`)'s figures against the exact reference, by (partial, dtype)."""
     spec = _spec(str(spec_path))
-    rows = verify.verify_spec(spec, Path(out_dir), samples)
+    rows = verify.verify_spec(spec, Path(out_dir), samples, backend=backend)
     return {(row.partial, row.dtype): row.figures for row in rows if row.tool == "hogen"}
 
 
@@ -65,24 +65,17 @@ def moderate_points(domain: tuple[tuple[float, float], ...]) -> np.ndarray:
     return np.stack([g.ravel() for g in grids], axis=1)
 
 
-def _naive(spec: Spec):
-    """TF autodiff's view of the spec: its expression, lowered and run as `verify` runs it."""
-    values = {s: v for s, (_, v) in zip(spec.param_symbols, spec.params)}
-    program = lower([spec.expr.subs(values)], {s: s.name for s in spec.arg_symbols})
-    return lambda *args: verify.run_tf(program, dict(zip(spec.args, args)))
-
-
-def assert_matches_autodiff(spec_path: Path, out_dir: Path, index: tuple[int, ...]) -> None:
-    """The op's partial `index` equals naive autodiff's at moderate inputs, in float64."""
-    import tensorflow as tf
-
+def assert_matches_autodiff(
+    spec_path: Path, out_dir: Path, index: tuple[int, ...], backend: str = "tf"
+) -> None:
+    """The op's partial `index` equals naive autodiff's at moderate inputs, in float64, both
+    run and differentiated in `backend`'s framework as `hogen verify` runs them."""
     spec = _spec(str(spec_path))
-    op = verify.load_op(spec, Path(out_dir))
+    run = verify.runner(backend)
     points = moderate_points(spec.domain)
-    inputs = [tf.constant(points[:, i], tf.float64) for i in range(len(spec.args))]
     sequence = [i for i, count in enumerate(index) for _ in range(count)]
-    got = verify.partial_derivative(op, inputs, sequence).numpy()
-    want = verify.partial_derivative(_naive(spec), inputs, sequence).numpy()
+    got = run.derivative(run.load_op(spec, Path(out_dir)), points, sequence, "float64")
+    want = run.derivative(run.naive_op(spec), points, sequence, "float64")
     compared = np.isfinite(want)
     assert compared.mean() >= 0.5, "naive autodiff is not finite at most moderate inputs"
     scale = max(1.0, float(np.max(np.abs(want[compared]))))
@@ -91,5 +84,5 @@ def assert_matches_autodiff(spec_path: Path, out_dir: Path, index: tuple[int, ..
         want[compared],
         rtol=RTOL,
         atol=ATOL * scale,
-        err_msg=f"{spec.name}: partial {index} differs from TF autodiff of {spec.expr_text}",
+        err_msg=f"{spec.name}: partial {index} differs from {backend} autodiff of {spec.expr_text}",
     )

@@ -29,20 +29,22 @@ from __future__ import annotations
 import math
 
 from codegen import __version__
-from codegen.backends.doctext import (
-    choice_doc,
-    dispatch_doc,
-    docstring,
-    partial_label,
-    public_doc,
-    wrap,
+from codegen.backends.doctext import dispatch_doc, docstring, public_doc, wrap
+from codegen.backends.forms import (
+    Printer,
+    form_functions,
+    partials_table,
+    render_init,
+    signature,
+    tuple_display,
 )
 from codegen.backends.templates_env import render
 from codegen.backends.tf.source import program_lines
 from codegen.derive import multi_indices
 from codegen.front import names
-from codegen.lower import free_symbols, lower_each
-from codegen.stabilize import Choice, StableForms
+from codegen.stabilize import StableForms
+
+PRINTER = Printer(program_lines, lambda args: f"value + tf.zeros_like({' + '.join(args)})")
 
 
 def _is_pure_square(alpha) -> bool:
@@ -133,58 +135,6 @@ def _partial_calls(forms: StableForms) -> list[str]:
     return lines
 
 
-def _form_body(forms: StableForms, choice: Choice, prefix: str) -> list[str]:
-    """The body of the function computing one chosen form at the function's own parameters.
-
-    Forms below the last order are evaluated where no gradient flows (stopped inputs, or with
-    recording stopped), so their regimes skip the clip; the last order's form is
-    differentiated by autodiff beyond the spec's order, so its branches are clipped.
-    """
-    spec = forms.spec
-    env = {s: s.name for s in (*spec.arg_symbols, *spec.param_symbols)}
-    stopped = sum(choice.index) < spec.order
-    unclipped = frozenset(env.values()) if stopped else frozenset(p for p, _ in spec.params)
-    program = lower_each([(choice.chosen.form, env)], prefix, unclipped=unclipped)
-    out = "value" if not sum(choice.index) else names.partial(spec.args, choice.index)
-    lines = program_lines(program, [out], spec.args[0])
-    if not sum(choice.index) and not set(spec.arg_symbols) <= free_symbols(choice.chosen.form):
-        lines.append(f"value = value + tf.zeros_like({' + '.join(spec.args)})")
-    return lines + [f"return {out}"]
-
-
-def _form_functions(forms: StableForms, prefix: str) -> list[dict]:
-    """One function per chosen form: the value, then every partial derivative."""
-    spec = forms.spec
-    functions = []
-    for choice in forms.choices:
-        order = sum(choice.index)
-        if not order:
-            summary = f"The value of {spec.name}."
-        else:
-            label = partial_label(spec.args, choice.index)
-            summary = f"{label} of {spec.name}" + (
-                " (the last custom order: autodiff beyond it differentiates this form)."
-                if order == spec.order
-                else "."
-            )
-        functions.append(
-            {
-                "name": names.partial_fn(spec.name, spec.args, choice.index),
-                "params": ", ".join([*spec.args, *(p for p, _ in spec.params)]),
-                "doc": docstring(summary, choice_doc(spec.args, choice, "    ")),
-                "body": _form_body(forms, choice, prefix),
-            }
-        )
-    return functions
-
-
-def _partials_table(forms: StableForms) -> list[str]:
-    spec = forms.spec
-    return [
-        f"{c.index!r}: {names.partial_fn(spec.name, spec.args, c.index)}," for c in forms.choices
-    ]
-
-
 def _context(forms: StableForms) -> dict:
     spec = forms.spec
     args = spec.args
@@ -201,10 +151,9 @@ def _context(forms: StableForms) -> dict:
             indent="",
         ),
         "compute_dtypes": _compute_dtypes(forms),
-        "signature": ", ".join(args)
-        + (", *, " + ", ".join(f"{p}={v!r}" for p, v in spec.params) if params else ""),
+        "signature": signature(spec),
         "arg_list": ", ".join(args),
-        "arg_targets": _tuple(args),
+        "arg_targets": tuple_display(args),
         "public_doc": public_doc(forms),
         "param_casts": [f"{p} = tf.cast({p}, compute)" for p in params],
         "dispatch": names.dispatch(spec.name),
@@ -223,8 +172,8 @@ def _context(forms: StableForms) -> dict:
             f"({', '.join([*map(names.stopped, args), *params])})",
         ],
         "backward": _backward(forms),
-        "functions": _form_functions(forms, names.temp_prefix((*args, *params))),
-        "partials": _partials_table(forms),
+        "functions": form_functions(forms, names.temp_prefix((*args, *params)), PRINTER),
+        "partials": partials_table(forms),
         "helpers": [
             render(f"tf/{helper}.py.j2", {}).rstrip("\n") for helper in _helpers(len(args))
         ],
@@ -250,33 +199,15 @@ def _compute_dtypes(forms: StableForms) -> list[str]:
     ]
 
 
-def _tuple(items) -> str:
-    """A Python tuple display of `items`: (), (a,), (a, b)."""
-    return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
-
-
 def _eager_call(spec) -> str:
     value_index = (0,) * len(spec.args)
-    inputs, params = _tuple(spec.args), _tuple([p for p, _ in spec.params])
+    inputs, params = tuple_display(spec.args), tuple_display([p for p, _ in spec.params])
     return f'_eager_partial("{spec.name}", {spec.order}, {value_index!r}, {inputs}, {params})'
 
 
 def emit(forms: StableForms) -> str:
     """The generated module's source text."""
     return render("tf/module.py.j2", _context(forms))
-
-
-def render_init(op_names: list[str]) -> str:
-    """The generated package's `__init__.py`, re-exporting every op, sorted."""
-    ops = sorted(op_names)
-    return render(
-        "init.py.j2",
-        {
-            "version": __version__,
-            "imports": [f"from .{op} import {op}" for op in ops],
-            "names": ops,
-        },
-    )
 
 
 __all__ = ["emit", "render_init"]

@@ -11,70 +11,14 @@ from __future__ import annotations
 
 import math
 
-from codegen.front import names
+from codegen.backends import printing
+from codegen.backends.printing import operand as _operand
 from codegen.lower import Program
 
 
 def program_lines(program: Program, outputs: list[str], zeros_like: str) -> list[str]:
     """Assignment lines for `program`, with output temporaries renamed to `outputs`."""
-    rename: dict[str, str] = {}
-    lines: list[str] = []
-    for out, wanted in zip(program.outputs, outputs):
-        if (
-            isinstance(out, str)
-            and out.startswith(tuple(names.TEMP_PREFIXES))
-            and out not in rename
-        ):
-            rename[out] = wanted
-    for step in program.steps:
-        target = rename.get(step.target, step.target)
-        lines += _fit(f"{target} = {tf_expr(step.op, step.operands, rename)}")
-    for out, wanted in zip(program.outputs, outputs):
-        if isinstance(out, float):
-            lines.append(f"{wanted} = tf.math.add(tf.zeros_like({zeros_like}), {out!r})")
-        elif rename.get(out) != wanted:
-            lines.append(f"{wanted} = {rename.get(out, out)}")
-    return lines
-
-
-LINE_LIMIT = 96  # ruff's 100, less the indentation of a function body
-
-
-def _fit(line: str) -> list[str]:
-    """`target = f(a, b, ...)` as one line, or split inside the call's parentheses when long:
-    the arguments on one indented line, or one per line if that is still too long."""
-    if len(line) <= LINE_LIMIT or not line.endswith(")") or "(" not in line:
-        return [line]
-    head, _, rest = line.partition("(")
-    parts = _top_level_split(rest[:-1])
-    inner = ", ".join(parts)
-    if len(inner) + 4 <= LINE_LIMIT:
-        return [f"{head}(", f"    {inner}", ")"]
-    return [f"{head}(", *(f"    {part}," for part in parts), ")"]
-
-
-def _top_level_split(text: str) -> list[str]:
-    """`text` split at the commas outside parentheses and quotes."""
-    parts, depth, quoted, start = [], 0, False, 0
-    for i, char in enumerate(text):
-        if char == '"':
-            quoted = not quoted
-        elif not quoted and char in "([":
-            depth += 1
-        elif not quoted and char in ")]":
-            depth -= 1
-        elif not quoted and char == "," and depth == 0:
-            parts.append(text[start:i].strip())
-            start = i + 1
-    return [*parts, text[start:].strip()]
-
-
-def _operand(value, rename) -> str:
-    if isinstance(value, float) and math.isinf(value):
-        return f'float("{value!r}")'
-    if isinstance(value, float):
-        return repr(value)
-    return rename.get(value, value)
+    return printing.program_lines(program, outputs, zeros_like, DIALECT)
 
 
 def _binary(op: str, a: list[str], constant_first: bool) -> str:
@@ -130,9 +74,8 @@ def tf_expr(op: str, operands, rename) -> str:
     return f"{ALL_FUNCTIONS[op].tf_name}({a[0]})"
 
 
-_SELECTS = {
-    "where_less": "less",
-    "where_less_equal": "less_equal",
-    "where_greater": "greater",
-    "where_greater_equal": "greater_equal",
-}
+_SELECTS = {op: name for op, (name, _) in printing.SELECTS.items()}
+DIALECT = printing.Dialect(
+    expr=tf_expr,
+    constant=lambda zeros_like, value: f"tf.math.add(tf.zeros_like({zeros_like}), {value!r})",
+)
