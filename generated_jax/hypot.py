@@ -118,7 +118,7 @@ def _hypot_d_xx(x, y):
     f_xx = -x**2/(x**2 + y**2)**(3/2) + 1/sqrt(x**2 + y**2)
     form (factor+rules+hypot ratios balanced+limits at inf): y at -inf: 0; y in (-inf, inf):
         ((y/hypot(x, y))/sqrt(hypot(x, y)))**2; y at inf: 0
-    measured float32 mean 0.65 / p99 2.3 bits, float64 mean 0.68 / p99 2.6 bits
+    measured float32 mean 0.68 / p99 2.3 bits, float64 mean 0.70 / p99 2.6 bits
     """
     v0 = jnp.maximum(y, jnp.finfo(y.dtype).min)
     v1 = jnp.minimum(v0, jnp.finfo(v0.dtype).max)
@@ -131,12 +131,13 @@ def _hypot_d_xx(x, y):
     v8 = jnp.add(v7, 1.0)
     v9 = jnp.sqrt(v8)
     v10 = jnp.multiply(v4, v9)
-    v11 = jnp.divide(v1, v10)
-    v12 = jnp.sqrt(v10)
-    v13 = jnp.divide(v11, v12)
-    v14 = jnp.square(v13)
-    v15 = jnp.where(y >= float("inf"), 0.0, v14)
-    d_xx = jnp.where(y <= float("-inf"), 0.0, v15)
+    v11 = jnp.sqrt(v10)
+    v12 = 1.0 / v11
+    v13 = jnp.divide(v1, v10)
+    v14 = jnp.multiply(v12, v13)
+    v15 = jnp.square(v14)
+    v16 = jnp.where(y >= float("inf"), 0.0, v15)
+    d_xx = jnp.where(y <= float("-inf"), 0.0, v16)
     return d_xx
 
 
@@ -179,7 +180,7 @@ def _hypot_d_yy(x, y):
     f_yy = -y**2/(x**2 + y**2)**(3/2) + 1/sqrt(x**2 + y**2)
     form (factor+rules+hypot ratios balanced+limits at inf): x at -inf: 0; x in (-inf, inf):
         ((x/hypot(x, y))/sqrt(hypot(x, y)))**2; x at inf: 0
-    measured float32 mean 0.65 / p99 2.3 bits, float64 mean 0.68 / p99 2.6 bits
+    measured float32 mean 0.67 / p99 2.3 bits, float64 mean 0.70 / p99 2.6 bits
     """
     v0 = jnp.maximum(x, jnp.finfo(x.dtype).min)
     v1 = jnp.minimum(v0, jnp.finfo(v0.dtype).max)
@@ -192,12 +193,13 @@ def _hypot_d_yy(x, y):
     v8 = jnp.add(v7, 1.0)
     v9 = jnp.sqrt(v8)
     v10 = jnp.multiply(v4, v9)
-    v11 = jnp.divide(v1, v10)
-    v12 = jnp.sqrt(v10)
-    v13 = jnp.divide(v11, v12)
-    v14 = jnp.square(v13)
-    v15 = jnp.where(x >= float("inf"), 0.0, v14)
-    d_yy = jnp.where(x <= float("-inf"), 0.0, v15)
+    v11 = jnp.sqrt(v10)
+    v12 = 1.0 / v11
+    v13 = jnp.divide(v1, v10)
+    v14 = jnp.multiply(v12, v13)
+    v15 = jnp.square(v14)
+    v16 = jnp.where(x >= float("inf"), 0.0, v15)
+    d_yy = jnp.where(x <= float("-inf"), 0.0, v16)
     return d_yy
 
 

@@ -129,7 +129,7 @@ def _hypot_d_xx(x, y):
     f_xx = -x**2/(x**2 + y**2)**(3/2) + 1/sqrt(x**2 + y**2)
     form (factor+rules+hypot ratios balanced+limits at inf): y at -inf: 0; y in (-inf, inf):
         ((y/hypot(x, y))/sqrt(hypot(x, y)))**2; y at inf: 0
-    measured float32 mean 0.65 / p99 2.3 bits, float64 mean 0.68 / p99 2.6 bits
+    measured float32 mean 0.68 / p99 2.3 bits, float64 mean 0.70 / p99 2.6 bits
     """
     v0 = torch.clamp(y, min=torch.finfo(y.dtype).min)
     v1 = torch.clamp(v0, max=torch.finfo(v0.dtype).max)
@@ -142,12 +142,13 @@ def _hypot_d_xx(x, y):
     v8 = torch.add(v7, 1.0)
     v9 = torch.sqrt(v8)
     v10 = torch.mul(v4, v9)
-    v11 = torch.div(v1, v10)
-    v12 = torch.sqrt(v10)
-    v13 = torch.div(v11, v12)
-    v14 = torch.square(v13)
-    v15 = torch.where(y >= float("inf"), 0.0, v14)
-    d_xx = torch.where(y <= float("-inf"), 0.0, v15)
+    v11 = torch.sqrt(v10)
+    v12 = 1.0 / v11
+    v13 = torch.div(v1, v10)
+    v14 = torch.mul(v12, v13)
+    v15 = torch.square(v14)
+    v16 = torch.where(y >= float("inf"), 0.0, v15)
+    d_xx = torch.where(y <= float("-inf"), 0.0, v16)
     return d_xx
 
 
@@ -190,7 +191,7 @@ def _hypot_d_yy(x, y):
     f_yy = -y**2/(x**2 + y**2)**(3/2) + 1/sqrt(x**2 + y**2)
     form (factor+rules+hypot ratios balanced+limits at inf): x at -inf: 0; x in (-inf, inf):
         ((x/hypot(x, y))/sqrt(hypot(x, y)))**2; x at inf: 0
-    measured float32 mean 0.65 / p99 2.3 bits, float64 mean 0.68 / p99 2.6 bits
+    measured float32 mean 0.67 / p99 2.3 bits, float64 mean 0.70 / p99 2.6 bits
     """
     v0 = torch.clamp(x, min=torch.finfo(x.dtype).min)
     v1 = torch.clamp(v0, max=torch.finfo(v0.dtype).max)
@@ -203,12 +204,13 @@ def _hypot_d_yy(x, y):
     v8 = torch.add(v7, 1.0)
     v9 = torch.sqrt(v8)
     v10 = torch.mul(v4, v9)
-    v11 = torch.div(v1, v10)
-    v12 = torch.sqrt(v10)
-    v13 = torch.div(v11, v12)
-    v14 = torch.square(v13)
-    v15 = torch.where(x >= float("inf"), 0.0, v14)
-    d_yy = torch.where(x <= float("-inf"), 0.0, v15)
+    v11 = torch.sqrt(v10)
+    v12 = 1.0 / v11
+    v13 = torch.div(v1, v10)
+    v14 = torch.mul(v12, v13)
+    v15 = torch.square(v14)
+    v16 = torch.where(x >= float("inf"), 0.0, v15)
+    d_yy = torch.where(x <= float("-inf"), 0.0, v16)
     return d_yy
 
 

@@ -278,9 +278,13 @@ def verify_command(
     out_dir = _out(out_dir, backend, ui)
     specs = [_load(path, ui) for path in _specs(paths, ui)]
     _quiet_tensorflow()
+    from codegen.measure import frameworks
     from codegen.measure.verify import format_table, verify_spec, write_json
 
-    rows = [row for spec in specs for row in verify_spec(spec, out_dir, samples, backend=backend)]
+    if backend == "tf":
+        rows = [row for spec in specs for row in verify_spec(spec, out_dir, samples)]
+    else:
+        rows = [r for s in specs for r in frameworks.verify_spec(s, out_dir, samples, backend)]
     ui.write(format_table(rows) + "\n")
     if json_path:
         write_json(rows, json_path)

@@ -21,7 +21,7 @@ import numpy as np
 
 from codegen.front.spec import Spec, load_spec
 from codegen.judge import accuracy
-from codegen.measure import verify
+from codegen.measure import frameworks, verify
 
 DTYPES = accuracy.DTYPES
 SAMPLES = 2000  # as `hogen verify`: its cached references serve these tests too
@@ -38,7 +38,10 @@ def _spec(spec_path: str) -> Spec:
 def measure(spec_path: Path, out_dir: Path, samples: int = SAMPLES, backend: str = "tf") -> dict:
     """The op (built by `backend`)'s figures against the exact reference, by (partial, dtype)."""
     spec = _spec(str(spec_path))
-    rows = verify.verify_spec(spec, Path(out_dir), samples, backend=backend)
+    if backend == "tf":
+        rows = verify.verify_spec(spec, Path(out_dir), samples)
+    else:
+        rows = frameworks.verify_spec(spec, Path(out_dir), samples, backend)
     return {(row.partial, row.dtype): row.figures for row in rows if row.tool == "hogen"}
 
 
@@ -71,7 +74,7 @@ def assert_matches_autodiff(
     """The op's partial `index` equals naive autodiff's at moderate inputs, in float64, both
     run and differentiated in `backend`'s framework as `hogen verify` runs them."""
     spec = _spec(str(spec_path))
-    run = verify.runner(backend)
+    run = frameworks.runner(backend)
     points = moderate_points(spec.domain)
     sequence = [i for i, count in enumerate(index) for _ in range(count)]
     got = run.derivative(run.load_op(spec, Path(out_dir)), points, sequence, "float64")

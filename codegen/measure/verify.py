@@ -17,13 +17,11 @@ path is scored and a row reports the worst one, naming it.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import importlib.util
 import json
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from types import SimpleNamespace
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
@@ -201,39 +199,15 @@ def targets(spec: Spec) -> list[Target]:
     return out
 
 
-def _tf_derivative(fn, points, sequence: list[int], dtype: str):
-    inputs = [tf.constant(points[:, i]) for i in range(points.shape[1])]
-    return partial_derivative(fn, inputs, sequence).numpy()
-
-
-def runner(backend: str):
-    """How `backend`'s ops are loaded and differentiated (`run_jax`, `run_torch`, or TF here)."""
-    if backend == "tf":
-        return SimpleNamespace(load_op=load_op, naive_op=naive_op, derivative=_tf_derivative)
-    return importlib.import_module(f"codegen.measure.run_{backend}")
-
-
 def verify_spec(
-    spec: Spec,
-    out_dir: Path,
-    samples: int = 2000,
-    extra_tools=None,
-    paths=PATHS,
-    backend: str = "tf",
+    spec: Spec, out_dir: Path, samples: int = 2000, extra_tools=None, paths=PATHS
 ) -> list[Row]:
     """Figures of the generated op and of naive autodiff, every partial, float32 and float64.
 
     The generated op is measured on each of `paths` and reported at its worst; the naive
     autodiff and `extra_tools` ({name: callable on the args}) are measured eagerly.
-    `backend` names the framework the op was generated for, and that autodiff runs in: JAX
-    and PyTorch ops are measured on their runner's one path (`run_jax.PATH`, `run_torch.PATH`).
     """
-    run = runner(backend)
-    tools = {
-        "hogen": run.load_op(spec, out_dir),
-        "autodiff": run.naive_op(spec),
-        **(extra_tools or {}),
-    }
+    tools = {"hogen": load_op(spec, out_dir), "autodiff": naive_op(spec), **(extra_tools or {})}
     rows = []
     for target in targets(spec):
         for dtype in accuracy.DTYPES:
@@ -247,12 +221,8 @@ def verify_spec(
             )
             inputs = [tf.constant(points[:, i]) for i in range(len(spec.args))]
             for tool, fn in tools.items():
-                if backend == "tf":
-                    tool_paths = paths if tool == "hogen" else ("eager",)
-                    figures, path = _measure(fn, target, inputs, exact, dtype, tool_paths)
-                else:
-                    approx = run.derivative(fn, points, list(target.sequence), dtype)
-                    figures, path = accuracy.figures(approx, exact, dtype), run.PATH
+                tool_paths = paths if tool == "hogen" else ("eager",)
+                figures, path = _measure(fn, target, inputs, exact, dtype, tool_paths)
                 rows.append(Row(spec.name, target.name, dtype, tool, figures, path))
     return rows
 
