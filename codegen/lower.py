@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from codegen.front.functions import by_class, hypot
+from codegen.pieces import Pieces, free_symbols_of, lower_pieces
 
 
 @dataclass(frozen=True)
@@ -211,6 +212,9 @@ def _lower_hypot(b: _Builder, a, c) -> str:
 def _lower(b: _Builder, expr, env) -> str | float:
     if isinstance(expr, Regimes):
         return _lower_regimes(b, expr, env)
+    if isinstance(expr, (Pieces, sp.Piecewise)):
+        pieces = expr if isinstance(expr, Pieces) else Pieces.of(expr)
+        return lower_pieces(b, pieces, env, _lower)
     if isinstance(expr, sp.UnevaluatedExpr):
         return _lower(b, expr.args[0], env)
     if expr.is_Symbol:
@@ -270,4 +274,6 @@ def free_symbols(expr) -> set:
     """The symbols of a form; a Regimes' own arg and its pieces' (pieces may be Regimes)."""
     if isinstance(expr, Regimes):
         return {expr.arg}.union(*(free_symbols(form) for form in expr.forms))
+    if isinstance(expr, Pieces):
+        return free_symbols_of(expr, free_symbols)
     return expr.free_symbols

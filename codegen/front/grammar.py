@@ -33,6 +33,7 @@ from codegen.front.yamlnodes import (
 )
 
 _CONSTANTS = {"pi": sp.pi, "E": sp.E}
+MAX_PIECES = 16
 _SYMPY_ERRORS = (ArithmeticError, ValueError, TypeError, AttributeError, *_SIZE_ERRORS)
 
 _EXPECTED = "expected a number, a name, + - * / **, parentheses or a function call"
@@ -124,6 +125,14 @@ class _Walker:
         except ValueError as err:
             _fail(self.origin, f"invalid expression: {err}")
         expr = self.visit(tree.body, 0)
+        if expr.has(sp.Piecewise):  # pieces at the top: each one stabilized on its own
+            expr = sp.piecewise_fold(expr)
+            if isinstance(expr, sp.Piecewise) and len(expr.args) > MAX_PIECES:
+                self.fail(
+                    tree.body,
+                    f"expected at most {MAX_PIECES} pieces once where/min/max/clamp are "
+                    f"combined, got {len(expr.args)}",
+                )
         if expr.has(sp.zoo, sp.nan, sp.oo, -sp.oo, sp.I):
             self.fail(tree.body, f"expected a finite real expression, got {_show(str(expr))}")
         if any(_bits(atom) > MAX_BITS for atom in expr.atoms(sp.Rational)):

@@ -304,7 +304,54 @@ def _extremum_op(node: sp.Expr, visit) -> _Op:
     return _Op(fold, tuple(visit(a) for a in node.args))
 
 
+def _truth(surely: bool, surely_not: bool):
+    """A condition as a ball: 1 true, 0 false, NaN undecided at this precision."""
+    return flint.arb(1) if surely else flint.arb(0) if surely_not else flint.arb.nan()
+
+
+_RELATIONS = {
+    sp.StrictLessThan: lambda a, b: _truth(a < b, a >= b),
+    sp.LessThan: lambda a, b: _truth(a <= b, a > b),
+    sp.StrictGreaterThan: lambda a, b: _truth(a > b, a <= b),
+    sp.GreaterThan: lambda a, b: _truth(a >= b, a < b),
+    sp.Eq: lambda a, b: _truth(a == b, a != b),
+    sp.Ne: lambda a, b: _truth(a != b, a == b),
+}
+
+
+def _pick(*values):
+    """Piecewise: (cond, value) pairs in order; the first surely true condition picks."""
+    for cond, value in zip(values[::2], values[1::2]):
+        if not cond.is_finite():
+            return flint.arb.nan()
+        if cond == 1:
+            return value
+    return flint.arb.nan()
+
+
+def _logic_op(node: sp.Basic, visit) -> _Op | None:
+    """Ops for Piecewise and its conditions (where, min, max, clamp), or None."""
+    if isinstance(node, sp.Piecewise):
+        return _Op(_pick, tuple(visit(part) for pair in node.args for part in pair.args[::-1]))
+    if node == sp.true:
+        return _Op(lambda: flint.arb(1), ())
+    if type(node) in _RELATIONS:
+        return _Op(_RELATIONS[type(node)], (visit(node.lhs), visit(node.rhs)))
+    if isinstance(node, (sp.And, sp.Or)):
+        fold = min if isinstance(node, sp.And) else max
+        return _Op(
+            lambda *v: flint.arb.nan() if not all(u.is_finite() for u in v) else fold(v),
+            tuple(visit(a) for a in node.args),
+        )
+    if isinstance(node, sp.Not):
+        return _Op(lambda u: 1 - u, (visit(node.args[0]),))
+    return None
+
+
 def _op_for(node: sp.Expr, visit) -> _Op:
+    logic = _logic_op(node, visit)
+    if logic is not None:
+        return logic
     if isinstance(node, (sp.Add, sp.Mul)):
         fold = sum if isinstance(node, sp.Add) else math.prod
         return _Op(lambda *a: fold(a), tuple(visit(a) for a in node.args))

@@ -85,8 +85,26 @@ def run(
         return [np.broadcast_to(_value(out, values, np_dtype), shape) for out in program.outputs]
 
 
+_BOOLEAN = {
+    "less": np.less,
+    "less_equal": np.less_equal,
+    "greater": np.greater,
+    "greater_equal": np.greater_equal,
+    "equal": np.equal,
+    "not_equal": np.not_equal,
+    "logical_and": np.logical_and,
+    "logical_or": np.logical_or,
+}
+
+
 def _apply(op: str, args: list[np.ndarray], dtype) -> np.ndarray:
-    if op in _BINARY:
+    if op in _BOOLEAN:  # masks of `where` conditions stay boolean
+        return _BOOLEAN[op](args[0], args[1])
+    if op == "logical_not":
+        return np.logical_not(args[0])
+    if op == "select":
+        out = np.where(args[0], args[1], args[2])
+    elif op in _BINARY:
         out = _BINARY[op](args[0], args[1])
     elif op in _UNARY:
         out = _UNARY[op](args[0])

@@ -66,6 +66,15 @@ BUILTINS: dict[str, Builtin] = {
     "hypot": Builtin(
         "tf.norm(tf.stack([x, y]), axis=0)", lambda x, y: tf.norm(tf.stack([x, y]), axis=0)
     ),
+    "elu": Builtin("tf.nn.elu(x)", lambda x: tf.nn.elu(x)),
+    "selu": Builtin("tf.nn.selu(x)", lambda x: tf.nn.selu(x)),
+    "xlogy": Builtin("tf.math.xlogy(x, y)", lambda x, y: tf.math.xlogy(x, y)),
+    "huber": Builtin(
+        "tf.compat.v1.losses.huber_loss(0, x, delta=delta, reduction=NONE)",
+        lambda x, delta: tf.compat.v1.losses.huber_loss(
+            tf.zeros_like(x), x, delta=delta, reduction=tf.compat.v1.losses.Reduction.NONE
+        ),
+    ),
 }
 
 

@@ -64,6 +64,18 @@ _TF_BINARY = {
     "minimum": tf.minimum,
     "div_no_nan": tf.math.divide_no_nan,
 }
+_TF_MASKS = {  # `where` conditions (codegen.pieces)
+    "less": tf.math.less,
+    "less_equal": tf.math.less_equal,
+    "greater": tf.math.greater,
+    "greater_equal": tf.math.greater_equal,
+    "equal": tf.math.equal,
+    "not_equal": tf.math.not_equal,
+    "logical_and": tf.math.logical_and,
+    "logical_or": tf.math.logical_or,
+    "logical_not": tf.math.logical_not,
+    "select": tf.where,
+}
 _TF_UNARY = {"neg": tf.negative, "square": tf.square, "sqrt": tf.sqrt, "rsqrt": tf.math.rsqrt}
 
 
@@ -87,6 +99,8 @@ def run_tf(program: Program, inputs: dict[str, tf.Tensor]) -> tf.Tensor:
         args = [value(o) for o in step.operands]
         if step.op in _TF_BINARY:
             values[step.target] = _TF_BINARY[step.op](args[0], args[1])
+        elif step.op in _TF_MASKS:
+            values[step.target] = _TF_MASKS[step.op](*args)
         elif step.op in _TF_UNARY:
             values[step.target] = _TF_UNARY[step.op](args[0])
         elif step.op == "clip":

@@ -13,6 +13,7 @@ import math
 
 from codegen.front import names
 from codegen.lower import Program
+from codegen.pieces import BOOLEAN_OPS as _MASKS
 
 
 def program_lines(program: Program, outputs: list[str], zeros_like: str) -> list[str]:
@@ -121,6 +122,15 @@ def tf_expr(op: str, operands, rename) -> str:
         return f"tf.math.multiply(tf.math.sign({a[0]}), 0.0)"
     if op == "fill_like":  # sign(x) * 0 + c is c, and NaN for NaN
         return f"tf.math.add(tf.math.multiply(tf.math.sign({a[0]}), 0.0), {a[1]})"
+    if op in _MASKS:
+        return f"tf.math.{op}({', '.join(a)})"
+    if op == "select":  # a where condition's mask; constants take the other side's dtype
+        ref = next(v for v, raw in zip(a[1:], operands[1:]) if not isinstance(raw, float))
+        chosen, other = (
+            f"tf.constant({v}, {ref}.dtype)" if isinstance(raw, float) else v
+            for v, raw in zip(a[1:], operands[1:])
+        )
+        return f"tf.where({a[0]}, {chosen}, {other})"
     if op in _SELECTS:
         chosen, other = (
             f"tf.constant({v}, {a[0]}.dtype)" if isinstance(raw, float) else v
