@@ -70,9 +70,9 @@ BUILTINS: dict[str, Builtin] = {
     "selu": Builtin("tf.nn.selu(x)", lambda x: tf.nn.selu(x)),
     "xlogy": Builtin("tf.math.xlogy(x, y)", lambda x, y: tf.math.xlogy(x, y)),
     "huber": Builtin(
-        "tf.compat.v1.losses.huber_loss(0, x, delta=delta, reduction=NONE)",
-        lambda x, delta: tf.compat.v1.losses.huber_loss(
-            tf.zeros_like(x), x, delta=delta, reduction=tf.compat.v1.losses.Reduction.NONE
+        "tf.keras.losses.huber(0, x, delta)",
+        lambda x, delta: tf.keras.losses.huber(
+            tf.zeros_like(x)[..., None], x[..., None], delta=delta
         ),
     ),
 }
