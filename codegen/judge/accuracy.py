@@ -215,6 +215,24 @@ def _softplus(u, exp, log1p):
     return u + log1p(exp(-u)) if u > 0 else log1p(exp(u))
 
 
+def _polygamma(n, u):
+    """psi^(n)(u) = (-1)^(n+1) n! zeta(n+1, u) for n >= 1; digamma for n = 0."""
+    k = int(n.unique_fmpz())
+    if k == 0:
+        return u.digamma()
+    return (-1) ** (k + 1) * math.factorial(k) * flint.arb(k + 1).zeta(u)
+
+
+def _erfcx(u):
+    """exp(u**2) erfc(u); past 1e4 the asymptotic series, its remainder in the radius."""
+    if u > 10**4:
+        inv2 = 1 / (2 * u * u)
+        lead = 1 / (u * flint.arb.pi().sqrt())
+        tail = lead * 15 * inv2**3
+        return lead * (1 - inv2 + 3 * inv2 * inv2) + flint.arb(0, tail.upper())
+    return (u * u).exp() * u.erfc()
+
+
 def _method(name: str):
     return lambda u: getattr(u, name)()
 
@@ -249,13 +267,19 @@ _ARB_FUNCS = {
     "softplus": lambda u: _softplus(u, _EXP, _LOG1P),
     "hypot": lambda a, b: (a * a + b * b).sqrt(),
     "logaddexp": lambda a, b: a + _softplus(b - a, _EXP, _LOG1P),
+    "lgamma": _method("lgamma"),
+    "digamma": _method("digamma"),
+    "erfinv": _method("erfinv"),
+    "polygamma": lambda n, u: _polygamma(n, u),
+    "atan2": lambda y, x: flint.arb.atan2(y, x),
+    "erfcx": _erfcx,
 }
-_OVERFLOWS = frozenset({"exp", "expm1", "sinh", "cosh"})
+_OVERFLOWS = frozenset({"exp", "expm1", "sinh", "cosh", "erfcx"})
 _OUTSIDE = {  # true where the operand surely lies outside the function's real domain
     "log": lambda u: u < 0,
     "log1p": lambda u: u < -1,
     "acosh": lambda u: u < 1,
-    **dict.fromkeys(("asin", "acos", "atanh"), lambda u: u < -1 or u > 1),
+    **dict.fromkeys(("asin", "acos", "atanh", "erfinv"), lambda u: u < -1 or u > 1),
 }
 
 

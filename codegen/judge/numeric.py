@@ -35,6 +35,7 @@ _UNARY = {
     "square": np.square,
     "sqrt": np.sqrt,
     "rsqrt": lambda v: np.ones_like(v) / np.sqrt(v),
+    "round": np.round,  # half to even, as tf.math.round
 }
 
 
@@ -125,7 +126,7 @@ def _apply(op: str, args: list[np.ndarray], dtype) -> np.ndarray:
     elif op == "where_greater":
         out = np.where(args[0] > args[1], args[2], args[3])
     else:
-        out = ALL_FUNCTIONS[op].numpy_func(args[0])
+        out = ALL_FUNCTIONS[op].numpy_func(*args)
     return _flush_subnormals(np.asarray(out, dtype=dtype))
 
 

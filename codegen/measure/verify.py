@@ -76,7 +76,13 @@ _TF_MASKS = {  # `where` conditions (codegen.pieces)
     "logical_not": tf.math.logical_not,
     "select": tf.where,
 }
-_TF_UNARY = {"neg": tf.negative, "square": tf.square, "sqrt": tf.sqrt, "rsqrt": tf.math.rsqrt}
+_TF_UNARY = {
+    "neg": tf.negative,
+    "square": tf.square,
+    "sqrt": tf.sqrt,
+    "rsqrt": tf.math.rsqrt,
+    "round": tf.math.round,
+}
 
 
 def _tf_function(name: str):
@@ -120,7 +126,7 @@ def run_tf(program: Program, inputs: dict[str, tf.Tensor]) -> tf.Tensor:
         elif step.op == "where_greater":
             values[step.target] = tf.where(args[0] > args[1], args[2], args[3])
         else:
-            values[step.target] = _tf_function(step.op)(args[0])
+            values[step.target] = _tf_function(step.op)(*args)
     out = value(program.outputs[0])
     return out + tf.zeros_like(next(iter(inputs.values())))
 

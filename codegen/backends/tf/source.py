@@ -105,7 +105,7 @@ def tf_expr(op: str, operands, rename) -> str:
         return f"tf.math.negative({a[0]})"
     if op == "div_no_nan":
         return f"tf.math.divide_no_nan({a[0]}, {a[1]})"
-    if op in ("square", "sqrt", "rsqrt", "maximum", "minimum", "pow"):
+    if op in ("square", "sqrt", "rsqrt", "maximum", "minimum", "pow", "round"):
         return f"tf.math.{op}({', '.join(a)})"
     if op == "no_neg_inf":  # -inf becomes the lowest finite float of the dtype
         return f"tf.math.maximum({a[0]}, {a[0]}.dtype.min)"
@@ -137,7 +137,9 @@ def tf_expr(op: str, operands, rename) -> str:
             for v, raw in zip(a[2:], operands[2:])
         )
         return f"tf.where(tf.math.{_SELECTS[op]}({a[0]}, {a[1]}), {chosen}, {other})"
-    return f"{ALL_FUNCTIONS[op].tf_name}({a[0]})"
+    if op == "polygamma":  # the order as a tensor of x's dtype
+        return f"tf.math.polygamma(tf.constant({a[0]}, {a[1]}.dtype), {a[1]})"
+    return f"{ALL_FUNCTIONS[op].tf_name}({', '.join(a)})"
 
 
 _SELECTS = {
