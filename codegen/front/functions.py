@@ -13,10 +13,9 @@ and keeping them whole lets derivatives be written through them.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
-
-import math
 
 import numpy as np
 import sympy as sp
