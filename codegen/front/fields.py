@@ -39,6 +39,14 @@ from codegen.front.yamlnodes import (
     _scalar,
 )
 
+_EXPR_DESCRIPTION = (
+    "The function, in hogen's expression grammar: numbers, the args and params, pi, E, "
+    "+ - * / **, parentheses; the functions "
+    + " ".join(FUNCTIONS)
+    + "; and "
+    + ", ".join(form.signature for form in CALL_FORMS.values())
+    + ". A condition of where is comparisons (< <= > >=) joined by 'and'/'or'."
+)
 _DOC_CONTROL = {"Cc", "Cf", "Cs", "Co", "Zl", "Zp"}
 
 
@@ -204,7 +212,7 @@ _FIELDS = (
             "type": "string",
             "minLength": 1,
             "maxLength": MAX_EXPR,
-            "description": "The function, in hogen's expression grammar.",
+            "description": _EXPR_DESCRIPTION,
         },
         _parse_expr,
     ),
