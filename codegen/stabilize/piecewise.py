@@ -33,15 +33,24 @@ def _bound(rel: sp.Basic, args) -> tuple[int, float, float] | None:
     return args.index(lhs), (-math.inf if below else value), (value if below else math.inf)
 
 
+def _conjuncts(cond: sp.Basic, negate: bool):
+    """Relations that all hold where `cond` holds (or fails, with `negate`); may be none."""
+    if isinstance(cond, sp.core.relational.Relational):
+        yield cond.negated if negate else cond
+    elif isinstance(cond, sp.And if not negate else sp.Or):  # De Morgan for a failed Or
+        for arg in cond.args:
+            yield from _conjuncts(arg, negate)
+
+
 def piece_domain(spec, pieces: Pieces, i: int):
     """The spec's domain narrowed to what piece i owns, where the conditions say simply."""
     args = list(spec.arg_symbols)
     domain = [list(bounds) for bounds in spec.domain]
-    owned = [pieces.conds[i]] if i < len(pieces.conds) - 1 else []
-    owned += [sp.Not(c) for c in pieces.conds[:i]]
-    for cond in owned:
-        cond = cond.args[0].negated if isinstance(cond, sp.Not) else cond
-        bound = _bound(cond, args)
+    owned = list(_conjuncts(pieces.conds[i], False)) if i < len(pieces.conds) - 1 else []
+    for earlier in pieces.conds[:i]:
+        owned += _conjuncts(earlier, True)
+    for rel in owned:
+        bound = _bound(rel, args)
         if bound is not None:
             k, lo, hi = bound
             domain[k] = [max(domain[k][0], lo), min(domain[k][1], hi)]
