@@ -61,7 +61,7 @@ def piece_domain(spec, pieces: Pieces, i: int):
 
 def choose_pieces(spec, partial: Partial, n: int, promoted: bool, choose, measure, samples):
     """The Choice of a Piecewise partial: each piece chosen alone, the whole measured."""
-    from codegen.stabilize.choose import Choice  # choose imports this module
+    from codegen.stabilize.selection import Choice  # selection imports this module
 
     pieces = Pieces.of(partial.expr)
     chosen = []
