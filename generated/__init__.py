@@ -18,7 +18,6 @@ from .silu import silu
 from .sinc import sinc
 from .softplus_beta import softplus_beta
 from .xlogx import xlogx
-from .xlogy import xlogy
 
 __all__ = [
     "elu",
@@ -37,5 +36,4 @@ __all__ = [
     "sinc",
     "softplus_beta",
     "xlogx",
-    "xlogy",
 ]
