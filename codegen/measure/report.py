@@ -68,7 +68,6 @@ BUILTINS: dict[str, Builtin] = {
     ),
     "elu": Builtin("tf.nn.elu(x)", lambda x: tf.nn.elu(x)),
     "selu": Builtin("tf.nn.selu(x)", lambda x: tf.nn.selu(x)),
-    "xlogy": Builtin("tf.math.xlogy(x, y)", lambda x, y: tf.math.xlogy(x, y)),
     "huber": Builtin(
         "tf.keras.losses.huber(0, x, delta)",
         lambda x, delta: tf.keras.losses.huber(
