@@ -155,9 +155,12 @@ def lower_pieces(b, pieces: Pieces, env, lower_fn) -> str:
         lower_fn(b, form, _guarded(b, pieces, i, conds, env)) for i, form in enumerate(pieces.forms)
     ]
     out = values[-1]
-    if isinstance(out, float):  # sign(x) * 0 + c: NaN stays NaN
-        inputs = sorted((s for c in pieces.conds for s in c.free_symbols if s in env), key=str)
-        out = b.emit("fill_like", env[inputs[0]], out) if inputs else out
+    if isinstance(out, float):  # c + sign(u) * 0 for each input u: NaN in any stays NaN
+        inputs = sorted({s for c in pieces.conds for s in c.free_symbols if s in env}, key=str)
+        if inputs:
+            out = b.emit("fill_like", env[inputs[0]], out)
+        for symbol in inputs[1:]:
+            out = b.emit("add", out, b.emit("fill_like", env[symbol], 0.0))
     for i in reversed(range(len(conds))):
         out = b.emit("select", conds[i], values[i], out)
     return out

@@ -146,7 +146,9 @@ def _huber_d_xx(x, delta):
     v2 = tf.math.less(delta, v1)
     v3 = tf.math.logical_or(v0, v2)
     v4 = tf.math.add(tf.math.multiply(tf.math.sign(delta), 0.0), 1.0)
-    d_xx = tf.where(v3, tf.constant(0.0, v4.dtype), v4)
+    v5 = tf.math.multiply(tf.math.sign(x), 0.0)
+    v6 = tf.math.add(v4, v5)
+    d_xx = tf.where(v3, tf.constant(0.0, v6.dtype), v6)
     return d_xx
 
 
