@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from codegen.front.functions import by_class, hypot
+from codegen.pieces import Pieces, free_symbols_of, lower_pieces
 
 
 @dataclass(frozen=True)
@@ -208,9 +209,35 @@ def _lower_hypot(b: _Builder, a, c) -> str:
     return b.emit("mul", big, b.emit("sqrt", b.emit("add", 1.0, b.emit("square", ratio))))
 
 
+ERFCX_SPLIT, ERFCX_TERMS = 3.0, 30
+
+
+def _lower_erfcx(b: _Builder, u) -> str:
+    """erfcx(u) with no TF kernel: below 3, exp(hi**2) * exp(lo * (u + hi)) * erfc(u), where
+    hi = round(256 u) / 256 makes hi**2 exact in float32 and float64 alike (u**2 rounded
+    would cost |u|**2 ulps); from 3 on, the Laplace continued fraction of erfc, 30 terms
+    (under 1 ulp there). Each side sees its input clipped to its interval; NaN goes below.
+    Below -27, where erfcx overflows every dtype, the lower side gives inf at -27.
+    """
+    low = b.emit("clip", u, -27.0, ERFCX_SPLIT)  # below -26.6 erfcx overflows float64
+    hi = b.emit("div", b.emit("round", b.emit("mul", low, 256.0)), 256.0)
+    lo_part = b.emit("mul", b.emit("sub", low, hi), b.emit("add", low, hi))
+    scale = b.emit("mul", b.emit("exp", b.emit("square", hi)), b.emit("exp", lo_part))
+    small = b.emit("mul", scale, b.emit("erfc", low))
+    high = b.emit("clip", u, ERFCX_SPLIT, math.inf)
+    fraction = high
+    for k in range(ERFCX_TERMS, 0, -1):
+        fraction = b.emit("add", high, b.emit("div", k / 2, fraction))
+    large = b.emit("div", 1 / math.sqrt(math.pi), fraction)
+    return b.emit("where_greater_equal", u, ERFCX_SPLIT, large, small)
+
+
 def _lower(b: _Builder, expr, env) -> str | float:
     if isinstance(expr, Regimes):
         return _lower_regimes(b, expr, env)
+    if isinstance(expr, (Pieces, sp.Piecewise)):
+        pieces = expr if isinstance(expr, Pieces) else Pieces.of(expr)
+        return lower_pieces(b, pieces, env, _lower)
     if isinstance(expr, sp.UnevaluatedExpr):
         return _lower(b, expr.args[0], env)
     if expr.is_Symbol:
@@ -240,7 +267,11 @@ def _lower(b: _Builder, expr, env) -> str | float:
     info = by_class(expr.func)
     if info is None:
         raise TypeError(f"cannot lower {expr.func.__name__} (in {expr})")
-    return b.emit(info.name, _lower(b, expr.args[0], env))
+    if info.name == "erfcx":
+        return _lower_erfcx(b, _lower(b, expr.args[0], env))
+    if info.name == "polygamma" and expr.args[0] == 0:
+        return b.emit("digamma", _lower(b, expr.args[1], env))
+    return b.emit(info.name, *(_lower(b, arg, env) for arg in expr.args))
 
 
 def lower(exprs, env: dict[sp.Symbol, str], prefix: str = "v") -> Program:
@@ -270,4 +301,6 @@ def free_symbols(expr) -> set:
     """The symbols of a form; a Regimes' own arg and its pieces' (pieces may be Regimes)."""
     if isinstance(expr, Regimes):
         return {expr.arg}.union(*(free_symbols(form) for form in expr.forms))
+    if isinstance(expr, Pieces):
+        return free_symbols_of(expr, free_symbols)
     return expr.free_symbols

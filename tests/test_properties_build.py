@@ -267,6 +267,51 @@ def test_tiny_max_ops_stops_with_the_order_and_size(case, order, max_ops):
         assert f"bound of {max_ops}" in message and "prop.yaml" in message
 
 
+COMPARISONS = ("<", "<=", ">", ">=")
+
+
+def piecewise(names: tuple[str, ...]) -> st.SearchStrategy[str]:
+    """where/min/max/clamp over expressions of one level of calls; conditions of comparisons
+    of args and numbers, sometimes joined by and/or, sometimes nested one where deep."""
+    value = nested(names, 1)
+    side = st.one_of(st.sampled_from(names), st.sampled_from(NUMBERS))
+    compare = st.tuples(side, st.sampled_from(COMPARISONS), side).map(" ".join)
+    cond = st.one_of(
+        compare,
+        st.tuples(compare, st.sampled_from(("and", "or")), compare).map(" ".join),
+    )
+    where = st.tuples(cond, value, value).map(lambda t: f"where({t[0]}, {t[1]}, {t[2]})")
+    return st.one_of(
+        where,
+        st.tuples(cond, where, value).map(lambda t: f"where({t[0]}, {t[1]}, {t[2]})"),
+        st.tuples(st.sampled_from(("min", "max")), value, value).map(
+            lambda t: f"{t[0]}({t[1]}, {t[2]})"
+        ),
+        value.map(lambda v: f"clamp({v}, -1, 2)"),
+        st.tuples(where, st.sampled_from(OPS), value).map(_join),
+    )
+
+
+@settings(SETTINGS, max_examples=15)
+@given(expr=piecewise(("x", "y")), order=ORDERS)
+@example(expr="where(x > y, x - y, log(y - x + 1))", order=2)
+@example(expr="clamp(exp(x), -1, 2)", order=1)
+def test_random_piecewise_expression_builds_lints_imports_and_runs(expr, order, module_dir):
+    spec = parse(("x", "y"), expr, order)
+    assume(not has_known_bug(spec))
+    try:
+        source = build_within(spec, BUILD_LIMIT_S)
+    except DeriveError as error:
+        assert re.search(rf"order-[1-{order}]\b", str(error)), str(error)
+        return
+    assert not ruff_problems(source), expr
+    op = getattr(import_fresh(source, module_dir), NAME)
+    for dtype in ("float32", "float64"):
+        value, grads = run_op(op, 2, dtype)
+        assert value.dtype.name == dtype and tuple(value.shape) == (4,), (expr, value)
+        assert all(g is not None and g.dtype.name == dtype for g in grads), expr
+
+
 # --- formerly known bugs, now regression tests --------------------------------------------
 
 SLOW = [("sigmoid(x)", 1), ("erf(x + 2)", 2)]  # (expr, order)

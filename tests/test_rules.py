@@ -15,7 +15,7 @@ import pytest
 import sympy as sp
 from sympy.codegen.cfunctions import expm1, hypot, log1p
 
-from codegen.front.functions import sigmoid, softplus
+from codegen.front.functions import erfcx, sigmoid, softplus
 from codegen.judge.accuracy import P99_LIMIT, bits_error, reference
 from codegen.judge.numeric import run
 from codegen.lower import lower
@@ -115,6 +115,20 @@ CASES: dict[str, Case] = {
         rewrites=((sp.log(sp.cosh(x)), sp.Abs(x) + softplus(-2 * sp.Abs(x)) - sp.log(2)),),
         untouched=(sp.log(sp.sinh(x)), sp.cosh(x)),
     ),
+    "log_erfc": Case(
+        rewrites=(
+            (sp.log(sp.erfc(x)), sp.log(erfcx(x)) - x**2),
+            (sp.log(sp.erfc(2 * x) / 2), sp.log(erfcx(2 * x) / 2) - 4 * x**2),
+        ),
+        untouched=(sp.log(sp.erf(x)), sp.log(x + sp.erfc(x)), sp.erfc(x)),
+    ),
+    "erfc_quotient": Case(
+        rewrites=(
+            (sp.exp(-(x**2)) / sp.erfc(x), 1 / erfcx(x)),
+            (y * sp.exp(-(x**2) + y) / sp.erfc(x) ** 2, y * sp.exp(x**2 + y) / erfcx(x) ** 2),
+        ),
+        untouched=(1 / sp.erfc(x), sp.exp(x) * sp.erfc(x), sp.exp(x) / (1 + sp.erfc(x))),
+    ),
 }
 
 RULES = {rule.name: rule for rule in STABLE_RULES}
@@ -132,6 +146,7 @@ def _plain(expr: sp.Expr) -> sp.Expr:
         .replace(softplus, lambda u: sp.log(1 + sp.exp(u)))
         .replace(log1p, lambda u: sp.log(1 + u))
         .replace(expm1, lambda u: sp.exp(u) - 1)
+        .replace(erfcx, lambda u: sp.exp(u**2) * sp.erfc(u))
     )
 
 
@@ -229,6 +244,8 @@ UNSTABLE_AT = {
     "sech_squared": (1 - sp.tanh(x) ** 2, (20.0,)),
     "hypot": (sp.sqrt(x**2 + y**2), (1e200, 1e200)),
     "log_cosh": (sp.log(sp.cosh(x)), (800.0,)),
+    "log_erfc": (sp.log(sp.erfc(x)), (30.0,)),
+    "erfc_quotient": (sp.exp(-(x**2)) / sp.erfc(x), (30.0,)),
 }
 
 

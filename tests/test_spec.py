@@ -269,7 +269,9 @@ def test_parse_expression_directly():
 
 
 def test_no_code_evaluation_in_the_source():
-    source = pathlib.Path(codegen.front.spec.__file__).read_text()
+    front = pathlib.Path(codegen.front.spec.__file__).parent
+    readers = ("spec.py", "yamlnodes.py", "fields.py", "grammar.py")  # all that see user text
+    source = "\n".join((front / name).read_text() for name in readers)
     for forbidden in ("eval(", "exec(", "sympify(", "parse_expr(", "lambdify(", "S("):
         assert not re.search(r"(?<![A-Za-z_])" + re.escape(forbidden), source), forbidden
     assert "yaml.load(" not in source and "yaml.unsafe_load" not in source

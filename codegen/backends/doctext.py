@@ -11,9 +11,11 @@ import textwrap
 
 import sympy as sp
 
+from codegen.backends.piecedoc import describe_pieces, smoothness_sentence
 from codegen.front import names
 from codegen.judge import accuracy
 from codegen.lower import Regimes, free_symbols
+from codegen.pieces import Pieces
 from codegen.stabilize import Choice, StableForms
 
 PRIME = {1: "f'", 2: "f''", 3: "f'''", 4: "f''''"}
@@ -35,6 +37,8 @@ def describe_form(form) -> str:
             for lo, hi, f in zip(lows, highs, form.forms)
         ]
         return "; ".join(pieces)
+    if isinstance(form, Pieces):
+        return describe_pieces(form, describe_form)
     return sp.sstr(form)
 
 
@@ -130,6 +134,8 @@ def public_doc(forms: StableForms, backend: str = "tf", limits: tuple[str, ...] 
     body += [f"    {a}: {kind} (inputs broadcast)." for a in spec.args]
     body += [f"    {p}: float parameter, no gradient (default {v!r})." for p, v in spec.params]
     body += ["", *wrap(domain_sentence(spec, backend), "    ", hanging=False)]
+    smooth = smoothness_sentence(spec, [c.exact for c in forms.choices if len(c.index) == 1])
+    body += ["", *wrap(smooth, "    ", hanging=False)] if smooth else []
     for paragraph in limits:
         body += ["", *wrap(paragraph, "    ", hanging=False)]
     body += [

@@ -13,6 +13,7 @@ and keeping them whole lets derivatives be written through them.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -26,6 +27,7 @@ __all__ = [
     "FunctionInfo",
     "sigmoid",
     "softplus",
+    "erfcx",
     "log1p",
     "expm1",
     "by_class",
@@ -90,6 +92,46 @@ class softplus(sp.Function):  # noqa: N801
         return True if self.args[0].is_real else None
 
 
+class erfcx(sp.Function):  # noqa: N801
+    """The scaled complementary error function exp(u**2) * erfc(u); TF has no kernel for it:
+    `lower` computes it from stable pieces (`lower_erfcx`)."""
+
+    nargs = 1
+
+    def fdiff(self, argindex=1):
+        u = self.args[0]
+        return 2 * u * erfcx(u) - 2 / sp.sqrt(sp.pi)
+
+    @classmethod
+    def eval(cls, u):
+        if u.is_zero:
+            return sp.Integer(1)
+        return None
+
+    def _eval_rewrite_as_erfc(self, u, **kwargs):
+        return sp.exp(u**2) * sp.erfc(u)
+
+    def _eval_evalf(self, prec):
+        return self.rewrite(sp.erfc)._eval_evalf(prec)
+
+    def _eval_is_real(self):
+        return self.args[0].is_real
+
+    def _eval_is_positive(self):
+        return True if self.args[0].is_real else None
+
+
+def _erfcx(u: float) -> float:
+    import mpmath
+
+    return float(mpmath.exp(mpmath.mpf(u) ** 2) * mpmath.erfc(u)) if u < 1e8 else 0.5641895835 / u
+
+
+def _ndtr(u):
+    """erfc(-u / sqrt(2)) / 2, kept whole: SymPy would write erfc(-v) as 2 - erfc(v)."""
+    return sp.erfc(-u / sp.sqrt(2), evaluate=False) / 2
+
+
 def _np_sigmoid(u):
     # TensorFlow's kernel: exp of a non-positive argument only, so no overflow.
     e = np.exp(-np.abs(u))
@@ -116,6 +158,61 @@ def _np_erfc(u):
 
     out = np.vectorize(math.erfc, otypes=[np.float64])(u.astype(np.float64))
     return out.astype(u.dtype)
+
+
+def _elementwise(scalar):
+    """A NumPy mirror from a float64 scalar function: errors give NaN, overflow inf."""
+
+    def one(u: float) -> float:
+        try:
+            return float(scalar(u))
+        except (ValueError, ZeroDivisionError):
+            return math.nan
+        except OverflowError:
+            return math.inf
+
+    def mirror(u):
+        u = np.asarray(u)
+        out = np.vectorize(one, otypes=[np.float64])(u.astype(np.float64))
+        return out.astype(u.dtype)
+
+    return mirror
+
+
+def _lgamma(u: float) -> float:
+    if u <= 0 and u == int(u):  # TensorFlow's lgamma: +inf at the poles
+        return math.inf
+    return math.lgamma(u)
+
+
+def _polygamma(n: float, u: float) -> float:
+    import mpmath
+
+    if u <= 0 and u == int(u):
+        return math.nan if n == 0 else math.inf
+    return float(mpmath.psi(int(n), u)) if math.isfinite(u) else _polygamma_at_inf(n, u)
+
+
+def _polygamma_at_inf(n: float, u: float) -> float:
+    if math.isnan(u) or u < 0:
+        return math.nan
+    return math.inf if n == 0 else 0.0
+
+
+def _np_polygamma(n, u):
+    u = np.asarray(u)
+    n = np.broadcast_to(np.asarray(n, dtype=np.float64), u.shape)
+    one = np.vectorize(_polygamma, otypes=[np.float64])
+    with np.errstate(all="ignore"):
+        return one(n, u.astype(np.float64)).astype(u.dtype)
+
+
+def _erfinv(u: float) -> float:
+    import mpmath
+
+    if abs(u) > 1 or math.isnan(u):
+        return math.nan
+    return float(mpmath.erfinv(u)) if abs(u) < 1 else math.copysign(math.inf, u)
 
 
 @dataclass(frozen=True)
@@ -153,6 +250,18 @@ FUNCTIONS: dict[str, FunctionInfo] = {
         FunctionInfo("sigmoid", sigmoid, "tf.math.sigmoid", _np_sigmoid),
         FunctionInfo("softplus", softplus, "tf.math.softplus", _np_softplus),
         FunctionInfo("abs", sp.Abs, "tf.math.abs", np.abs),
+        FunctionInfo("lgamma", sp.loggamma, "tf.math.lgamma", _elementwise(_lgamma)),
+        FunctionInfo(
+            "digamma",
+            lambda u: sp.polygamma(0, u),
+            "tf.math.digamma",
+            lambda u: _np_polygamma(0.0, u),
+        ),
+        FunctionInfo("erfinv", sp.erfinv, "tf.math.erfinv", _elementwise(_erfinv)),
+        FunctionInfo("erfcx", erfcx, "", _elementwise(_erfcx)),  # lowered as a composite
+        # sugar: SymPy builds them from erfc; the stabilizer's rules make them stable
+        FunctionInfo("ndtr", lambda u: _ndtr(u), "", _np_erfc),
+        FunctionInfo("log_ndtr", lambda u: sp.log(_ndtr(u)), "", _np_erfc),
     )
 }
 
@@ -161,6 +270,10 @@ INTERNAL_FUNCTIONS: dict[str, FunctionInfo] = {
     "sign": FunctionInfo("sign", sp.sign, "tf.math.sign", np.sign),
     # lowered as a composite (max * sqrt(1 + (min/max)**2)); no single TF op
     "hypot": FunctionInfo("hypot", hypot, "", np.hypot),
+    # call forms of the grammar (front/calls.py) with more than one argument; polygamma(0, x)
+    # is lowered as digamma
+    "polygamma": FunctionInfo("polygamma", sp.polygamma, "tf.math.polygamma", _np_polygamma),
+    "atan2": FunctionInfo("atan2", sp.atan2, "tf.math.atan2", np.arctan2),
 }
 ALL_FUNCTIONS: dict[str, FunctionInfo] = {**FUNCTIONS, **INTERNAL_FUNCTIONS}
 

@@ -215,6 +215,24 @@ def _softplus(u, exp, log1p):
     return u + log1p(exp(-u)) if u > 0 else log1p(exp(u))
 
 
+def _polygamma(n, u):
+    """psi^(n)(u) = (-1)^(n+1) n! zeta(n+1, u) for n >= 1; digamma for n = 0."""
+    k = int(n.unique_fmpz())
+    if k == 0:
+        return u.digamma()
+    return (-1) ** (k + 1) * math.factorial(k) * flint.arb(k + 1).zeta(u)
+
+
+def _erfcx(u):
+    """exp(u**2) erfc(u); past 1e4 the asymptotic series, its remainder in the radius."""
+    if u > 10**4:
+        inv2 = 1 / (2 * u * u)
+        lead = 1 / (u * flint.arb.pi().sqrt())
+        tail = lead * 15 * inv2**3
+        return lead * (1 - inv2 + 3 * inv2 * inv2) + flint.arb(0, tail.upper())
+    return (u * u).exp() * u.erfc()
+
+
 def _method(name: str):
     return lambda u: getattr(u, name)()
 
@@ -249,13 +267,19 @@ _ARB_FUNCS = {
     "softplus": lambda u: _softplus(u, _EXP, _LOG1P),
     "hypot": lambda a, b: (a * a + b * b).sqrt(),
     "logaddexp": lambda a, b: a + _softplus(b - a, _EXP, _LOG1P),
+    "lgamma": _method("lgamma"),
+    "digamma": _method("digamma"),
+    "erfinv": _method("erfinv"),
+    "polygamma": lambda n, u: _polygamma(n, u),
+    "atan2": lambda y, x: flint.arb.atan2(y, x),
+    "erfcx": _erfcx,
 }
-_OVERFLOWS = frozenset({"exp", "expm1", "sinh", "cosh"})
+_OVERFLOWS = frozenset({"exp", "expm1", "sinh", "cosh", "erfcx"})
 _OUTSIDE = {  # true where the operand surely lies outside the function's real domain
     "log": lambda u: u < 0,
     "log1p": lambda u: u < -1,
     "acosh": lambda u: u < 1,
-    **dict.fromkeys(("asin", "acos", "atanh"), lambda u: u < -1 or u > 1),
+    **dict.fromkeys(("asin", "acos", "atanh", "erfinv"), lambda u: u < -1 or u > 1),
 }
 
 
@@ -304,7 +328,54 @@ def _extremum_op(node: sp.Expr, visit) -> _Op:
     return _Op(fold, tuple(visit(a) for a in node.args))
 
 
+def _truth(surely: bool, surely_not: bool):
+    """A condition as a ball: 1 true, 0 false, NaN undecided at this precision."""
+    return flint.arb(1) if surely else flint.arb(0) if surely_not else flint.arb.nan()
+
+
+_RELATIONS = {
+    sp.StrictLessThan: lambda a, b: _truth(a < b, a >= b),
+    sp.LessThan: lambda a, b: _truth(a <= b, a > b),
+    sp.StrictGreaterThan: lambda a, b: _truth(a > b, a <= b),
+    sp.GreaterThan: lambda a, b: _truth(a >= b, a < b),
+    sp.Eq: lambda a, b: _truth(a == b, a != b),
+    sp.Ne: lambda a, b: _truth(a != b, a == b),
+}
+
+
+def _pick(*values):
+    """Piecewise: (cond, value) pairs in order; the first surely true condition picks."""
+    for cond, value in zip(values[::2], values[1::2]):
+        if not cond.is_finite():
+            return flint.arb.nan()
+        if cond == 1:
+            return value
+    return flint.arb.nan()
+
+
+def _logic_op(node: sp.Basic, visit) -> _Op | None:
+    """Ops for Piecewise and its conditions (where, min, max, clamp), or None."""
+    if isinstance(node, sp.Piecewise):
+        return _Op(_pick, tuple(visit(part) for pair in node.args for part in pair.args[::-1]))
+    if node == sp.true:
+        return _Op(lambda: flint.arb(1), ())
+    if type(node) in _RELATIONS:
+        return _Op(_RELATIONS[type(node)], (visit(node.lhs), visit(node.rhs)))
+    if isinstance(node, (sp.And, sp.Or)):
+        fold = min if isinstance(node, sp.And) else max
+        return _Op(
+            lambda *v: flint.arb.nan() if not all(u.is_finite() for u in v) else fold(v),
+            tuple(visit(a) for a in node.args),
+        )
+    if isinstance(node, sp.Not):
+        return _Op(lambda u: 1 - u, (visit(node.args[0]),))
+    return None
+
+
 def _op_for(node: sp.Expr, visit) -> _Op:
+    logic = _logic_op(node, visit)
+    if logic is not None:
+        return logic
     if isinstance(node, (sp.Add, sp.Mul)):
         fold = sum if isinstance(node, sp.Add) else math.prod
         return _Op(lambda *a: fold(a), tuple(visit(a) for a in node.args))

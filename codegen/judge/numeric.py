@@ -35,6 +35,7 @@ _UNARY = {
     "square": np.square,
     "sqrt": np.sqrt,
     "rsqrt": lambda v: np.ones_like(v) / np.sqrt(v),
+    "round": np.round,  # half to even, as tf.math.round
 }
 
 
@@ -85,8 +86,26 @@ def run(
         return [np.broadcast_to(_value(out, values, np_dtype), shape) for out in program.outputs]
 
 
+_BOOLEAN = {
+    "less": np.less,
+    "less_equal": np.less_equal,
+    "greater": np.greater,
+    "greater_equal": np.greater_equal,
+    "equal": np.equal,
+    "not_equal": np.not_equal,
+    "logical_and": np.logical_and,
+    "logical_or": np.logical_or,
+}
+
+
 def _apply(op: str, args: list[np.ndarray], dtype) -> np.ndarray:
-    if op in _BINARY:
+    if op in _BOOLEAN:  # masks of `where` conditions stay boolean
+        return _BOOLEAN[op](args[0], args[1])
+    if op == "logical_not":
+        return np.logical_not(args[0])
+    if op == "select":
+        out = np.where(args[0], args[1], args[2])
+    elif op in _BINARY:
         out = _BINARY[op](args[0], args[1])
     elif op in _UNARY:
         out = _UNARY[op](args[0])
@@ -107,7 +126,7 @@ def _apply(op: str, args: list[np.ndarray], dtype) -> np.ndarray:
     elif op == "where_greater":
         out = np.where(args[0] > args[1], args[2], args[3])
     else:
-        out = ALL_FUNCTIONS[op].numpy_func(args[0])
+        out = ALL_FUNCTIONS[op].numpy_func(*args)
     return _flush_subnormals(np.asarray(out, dtype=dtype))
 
 

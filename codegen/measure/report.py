@@ -66,6 +66,14 @@ BUILTINS: dict[str, Builtin] = {
     "hypot": Builtin(
         "tf.norm(tf.stack([x, y]), axis=0)", lambda x, y: tf.norm(tf.stack([x, y]), axis=0)
     ),
+    "elu": Builtin("tf.nn.elu(x)", lambda x: tf.nn.elu(x)),
+    "selu": Builtin("tf.nn.selu(x)", lambda x: tf.nn.selu(x)),
+    "huber": Builtin(
+        "tf.keras.losses.huber(0, x, delta)",
+        lambda x, delta: tf.keras.losses.huber(
+            tf.zeros_like(x)[..., None], x[..., None], delta=delta
+        ),
+    ),
 }
 
 

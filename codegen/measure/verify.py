@@ -64,7 +64,25 @@ _TF_BINARY = {
     "minimum": tf.minimum,
     "div_no_nan": tf.math.divide_no_nan,
 }
-_TF_UNARY = {"neg": tf.negative, "square": tf.square, "sqrt": tf.sqrt, "rsqrt": tf.math.rsqrt}
+_TF_MASKS = {  # `where` conditions (codegen.pieces)
+    "less": tf.math.less,
+    "less_equal": tf.math.less_equal,
+    "greater": tf.math.greater,
+    "greater_equal": tf.math.greater_equal,
+    "equal": tf.math.equal,
+    "not_equal": tf.math.not_equal,
+    "logical_and": tf.math.logical_and,
+    "logical_or": tf.math.logical_or,
+    "logical_not": tf.math.logical_not,
+    "select": tf.where,
+}
+_TF_UNARY = {
+    "neg": tf.negative,
+    "square": tf.square,
+    "sqrt": tf.sqrt,
+    "rsqrt": tf.math.rsqrt,
+    "round": tf.math.round,
+}
 
 
 def _tf_function(name: str):
@@ -87,6 +105,8 @@ def run_tf(program: Program, inputs: dict[str, tf.Tensor]) -> tf.Tensor:
         args = [value(o) for o in step.operands]
         if step.op in _TF_BINARY:
             values[step.target] = _TF_BINARY[step.op](args[0], args[1])
+        elif step.op in _TF_MASKS:
+            values[step.target] = _TF_MASKS[step.op](*args)
         elif step.op in _TF_UNARY:
             values[step.target] = _TF_UNARY[step.op](args[0])
         elif step.op == "clip":
@@ -106,7 +126,7 @@ def run_tf(program: Program, inputs: dict[str, tf.Tensor]) -> tf.Tensor:
         elif step.op == "where_greater":
             values[step.target] = tf.where(args[0] > args[1], args[2], args[3])
         else:
-            values[step.target] = _tf_function(step.op)(args[0])
+            values[step.target] = _tf_function(step.op)(*args)
     out = value(program.outputs[0])
     return out + tf.zeros_like(next(iter(inputs.values())))
 

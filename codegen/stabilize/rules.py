@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import sympy as sp
 from sympy.codegen.cfunctions import expm1, hypot, log1p
 
-from codegen.front.functions import sigmoid, softplus
+from codegen.front.functions import erfcx, sigmoid, softplus
 
 
 @dataclass(frozen=True)
@@ -127,6 +127,34 @@ def _erfc(node):
     return None
 
 
+def _log_erfc(node):
+    """log(c * erfc(u)) -> log(c * erfcx(u)) - u**2: erfc underflows for large u, erfcx not."""
+    if node.func is not sp.log:
+        return None
+    factors = sp.Mul.make_args(node.args[0])
+    for i, factor in enumerate(factors):
+        if factor.func is sp.erfc:
+            u = factor.args[0]
+            rest = sp.Mul(*factors[:i], *factors[i + 1 :])
+            return sp.log(rest * erfcx(u)) - u**2
+    return None
+
+
+def _erfc_quotient(node):
+    """exp(a) * erfc(u)**-n -> exp(a + n u**2) * erfcx(u)**-n: no 0/0 for large u."""
+    if not node.is_Mul:
+        return None
+    exps = [f for f in node.args if f.func is sp.exp]
+    for factor in node.args:
+        base, k = factor.as_base_exp()
+        if exps and base.func is sp.erfc and k.is_Integer and k < 0:
+            u = base.args[0]
+            rest = [f for f in node.args if f is not factor and f.func is not sp.exp]
+            power = sp.Add(*(e.args[0] for e in exps)) - k * u**2
+            return sp.Mul(*rest, sp.exp(sp.expand(power)), erfcx(u) ** k)
+    return None
+
+
 def _one_minus_cos(node):
     for constant, others, coeff, factor in _constant_terms(node):
         if factor.func is sp.cos and coeff == -constant:
@@ -176,6 +204,8 @@ STABLE_RULES: tuple[Rule, ...] = (
     Rule("log_sigmoid", "log(sigmoid(u)) = -softplus(-u)", _log_sigmoid),
     Rule("logaddexp", "log(exp(a) + exp(b)) = max(a, b) + softplus(-|a - b|)", _logaddexp),
     Rule("erfc", "1 + erf(u) = erfc(-u)", _erfc),
+    Rule("log_erfc", "log(c erfc(u)) = log(c erfcx(u)) - u**2", _log_erfc),
+    Rule("erfc_quotient", "exp(a) / erfc(u)**n = exp(a + n u**2) / erfcx(u)**n", _erfc_quotient),
     Rule("one_minus_cos", "1 - cos(u) = 2 sin(u/2)**2", _one_minus_cos),
     Rule("hypot", "sqrt(a**2 + b**2) = hypot(a, b), computed with scaling", _hypot),
     Rule("log_cosh", "log(cosh(u)) = |u| + softplus(-2|u|) - log(2)", _log_cosh),

@@ -27,8 +27,10 @@ from codegen.front.spec import Spec
 from codegen.judge import accuracy
 from codegen.judge.numeric import PATHS, run
 from codegen.lower import Regimes, lower, op_count
+from codegen.pieces import Pieces
 from codegen.stabilize.candidates import candidates, series_candidates
 from codegen.stabilize.limits import with_limits
+from codegen.stabilize.piecewise import choose_pieces
 from codegen.stabilize.regimes import best_regimes
 
 SAMPLES = 2000  # the points `hogen verify` scores by default (docs/design.md: a fixed seed)
@@ -106,6 +108,10 @@ def _with_params(form, values):
     if isinstance(form, Regimes):
         forms = tuple(_with_params(f, values) for f in form.forms)
         return Regimes(form.arg, form.bounds, forms, form.closed)
+    if isinstance(form, Pieces):
+        conds = tuple(c.subs(values) for c in form.conds)
+        exact = tuple(e.subs(values) for e in form.exact)
+        return Pieces(conds, tuple(_with_params(f, values) for f in form.forms), exact)
     return form.subs(values)
 
 
@@ -229,6 +235,8 @@ def _outside_domain(form: Regimes, domain: tuple[float, float], exact: sp.Expr) 
 
 def valid_candidates(spec: Spec, partial: Partial) -> list[tuple[str, object]]:
     """The closed candidate forms of one partial that equal it."""
+    if isinstance(partial.expr, sp.Piecewise):  # each piece gets its candidates in `choose`
+        return [("sympy", partial.expr)]
     out = []
     for label, form in candidates(partial.expr, spec.arg_symbols):
         if label == "sympy" or equals_exact(form, partial.expr, spec):
@@ -273,6 +281,8 @@ def choose(
     With `promoted`, float32 is measured as an op computing it in float64 ships it.
     """
     samples = _samples(spec, partial.expr, n)
+    if isinstance(partial.expr, sp.Piecewise):
+        return choose_pieces(spec, partial, n, promoted, choose, measure, samples)
     if forms is None:
         forms = valid_candidates(spec, partial)
     best, tried = _best(spec, partial, samples, forms, promoted)

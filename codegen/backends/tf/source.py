@@ -14,6 +14,7 @@ import math
 from codegen.backends import printing
 from codegen.backends.printing import operand as _operand
 from codegen.lower import Program
+from codegen.pieces import BOOLEAN_OPS as _MASKS
 
 
 def program_lines(program: Program, outputs: list[str], zeros_like: str) -> list[str]:
@@ -48,7 +49,7 @@ def tf_expr(op: str, operands, rename) -> str:
         return f"tf.math.negative({a[0]})"
     if op == "div_no_nan":
         return f"tf.math.divide_no_nan({a[0]}, {a[1]})"
-    if op in ("square", "sqrt", "rsqrt", "maximum", "minimum", "pow"):
+    if op in ("square", "sqrt", "rsqrt", "maximum", "minimum", "pow", "round"):
         return f"tf.math.{op}({', '.join(a)})"
     if op == "no_neg_inf":  # -inf becomes the lowest finite float of the dtype
         return f"tf.math.maximum({a[0]}, {a[0]}.dtype.min)"
@@ -65,13 +66,24 @@ def tf_expr(op: str, operands, rename) -> str:
         return f"tf.math.multiply(tf.math.sign({a[0]}), 0.0)"
     if op == "fill_like":  # sign(x) * 0 + c is c, and NaN for NaN
         return f"tf.math.add(tf.math.multiply(tf.math.sign({a[0]}), 0.0), {a[1]})"
+    if op in _MASKS:
+        return f"tf.math.{op}({', '.join(a)})"
+    if op == "select":  # a where condition's mask; constants take the other side's dtype
+        ref = next(v for v, raw in zip(a[1:], operands[1:]) if not isinstance(raw, float))
+        chosen, other = (
+            f"tf.constant({v}, {ref}.dtype)" if isinstance(raw, float) else v
+            for v, raw in zip(a[1:], operands[1:])
+        )
+        return f"tf.where({a[0]}, {chosen}, {other})"
     if op in _SELECTS:
         chosen, other = (
             f"tf.constant({v}, {a[0]}.dtype)" if isinstance(raw, float) else v
             for v, raw in zip(a[2:], operands[2:])
         )
         return f"tf.where(tf.math.{_SELECTS[op]}({a[0]}, {a[1]}), {chosen}, {other})"
-    return f"{ALL_FUNCTIONS[op].tf_name}({a[0]})"
+    if op == "polygamma":  # the order as a tensor of x's dtype
+        return f"tf.math.polygamma(tf.constant({a[0]}, {a[1]}.dtype), {a[1]})"
+    return f"{ALL_FUNCTIONS[op].tf_name}({', '.join(a)})"
 
 
 _SELECTS = {op: name for op, (name, _) in printing.SELECTS.items()}
