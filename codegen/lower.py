@@ -227,6 +227,8 @@ def _lower(b: _Builder, expr, env) -> str | float:
             return b.emit("div", 1.0, _lower(b, base ** (-exp), env))
         if base == sp.E:
             return b.emit("exp", _lower(b, exp, env))
+        if not exp.is_number:  # a power of args: (1 - x)**a
+            return b.emit("pow", _lower(b, base, env), _lower(b, exp, env))
         return _lower_pow(b, _lower(b, base, env), exp)
     if isinstance(expr, (sp.Max, sp.Min)):
         op = "maximum" if isinstance(expr, sp.Max) else "minimum"

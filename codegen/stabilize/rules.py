@@ -183,21 +183,33 @@ STABLE_RULES: tuple[Rule, ...] = (
 )
 
 
-def rewrite_node(node: sp.Expr, rules: tuple[Rule, ...]) -> tuple[sp.Expr, list[str]]:
-    """Rewrite the children first, then the node itself until no rule applies."""
+MAX_REWRITE_DEPTH = 8  # rules that undo each other (or grow their input) stop here
+
+
+def rewrite_node(
+    node: sp.Expr, rules: tuple[Rule, ...], depth: int = 0
+) -> tuple[sp.Expr, list[str]]:
+    """Rewrite the children first, then the node itself until no rule applies.
+
+    A rewrite's output is rewritten again, at most `MAX_REWRITE_DEPTH` deep: rules that
+    feed each other (tanh(exp(x)) brings sigmoids of exponentials) end there, not in a
+    RecursionError.
+    """
     used: list[str] = []
     if node.args and not node.is_Atom:
         new_args = []
         for arg in node.args:
-            new_arg, names = rewrite_node(arg, rules)
+            new_arg, names = rewrite_node(arg, rules, depth)
             new_args.append(new_arg)
             used += names
         node = node.func(*new_args) if tuple(new_args) != node.args else node
+    if depth >= MAX_REWRITE_DEPTH:
+        return node, used
     for _ in range(20):
         for rule in rules:
             out = rule.rewrite(node)
             if out is not None and out != node:
-                node, names = rewrite_node(out, rules)
+                node, names = rewrite_node(out, rules, depth + 1)
                 used += [rule.name, *names]
                 break
         else:
@@ -206,6 +218,13 @@ def rewrite_node(node: sp.Expr, rules: tuple[Rule, ...]) -> tuple[sp.Expr, list[
 
 
 def apply_rules(expr: sp.Expr, rules: tuple[Rule, ...] = STABLE_RULES) -> tuple[sp.Expr, tuple]:
-    """`expr` rewritten by `rules` to a fixed point, and the sorted names of the rules used."""
-    out, used = rewrite_node(expr, rules)
+    """`expr` rewritten by `rules` to a fixed point, and the sorted names of the rules used.
+
+    Where SymPy recurses without end building a rewritten node (Abs of some products of
+    exponentials), `expr` comes back unchanged: that candidate is not offered.
+    """
+    try:
+        out, used = rewrite_node(expr, rules)
+    except RecursionError:
+        return expr, ()
     return out, tuple(sorted(set(used)))

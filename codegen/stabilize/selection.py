@@ -310,6 +310,12 @@ def _explained(spec: Spec, partial: Partial, step, *args):
             f"{spec.path}: the order-{partial.order} derivative {partial.index} = "
             f"{sp.sstr(partial.expr)[:200]} cannot be measured: {error}"
         ) from None
+    except RecursionError:  # SymPy recursing without end on this derivative
+        raise DeriveError(
+            f"{spec.path}: the order-{partial.order} derivative {partial.index} = "
+            f"{sp.sstr(partial.expr)[:200]} cannot be stabilized: SymPy exceeded its "
+            "recursion limit; lower `order` or simplify `expr`"
+        ) from None
 
 
 def stabilize(derivatives: Derivatives) -> StableForms:
