@@ -25,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 import yaml
@@ -115,15 +115,20 @@ def _why(row: dict) -> str:
     return " ".join(row["hogen_broken"][:3])
 
 
+HEADER = f"{'expression':26} {'part':7} {'kind':4} {'hogen':5} {'tf ad':5} {'build s':>8}  why"
+
+
+def row_line(r: dict) -> str:
+    yes = {True: "yes", False: "NO"}
+    return (
+        f"{r['name']:26} {r['part']:7} {r['kind']:<4} {yes[r['hogen']]:5} "
+        f"{yes[r['autodiff']]:5} {r['build_s']:8.1f}  {'' if r['hogen'] else _why(r)}"
+    )
+
+
 def report(rows: list[dict]) -> str:
     """The table, one line per expression, then totals per part."""
-    lines = [f"{'expression':26} {'part':7} {'kind':4} {'hogen':5} {'tf ad':5} {'build s':>8}  why"]
-    for r in rows:
-        yes = {True: "yes", False: "NO"}
-        lines.append(
-            f"{r['name']:26} {r['part']:7} {r['kind']:<4} {yes[r['hogen']]:5} "
-            f"{yes[r['autodiff']]:5} {r['build_s']:8.1f}  {'' if r['hogen'] else _why(r)}"
-        )
+    lines = [HEADER, *map(row_line, rows)]
     for part in sorted({r["part"] for r in rows}):
         lines.append(_totals(part, [r for r in rows if r["part"] == part]))
     return "\n".join(lines)
@@ -147,12 +152,17 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=2000, help="points per dtype")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per expression")
     parser.add_argument("-j", "--jobs", type=int, default=2)
+    parser.add_argument("--progress", action="store_true", help="rows on stderr as they end")
     parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
     args = parser.parse_args()
     parts = PARTS if args.part == "all" else (args.part,)
     entries = load_entries(parts, args.only)
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        rows = list(pool.map(lambda e: run_one(e, args.samples, args.timeout), entries))
+        futures = [pool.submit(run_one, e, args.samples, args.timeout) for e in entries]
+        if args.progress:
+            for future in as_completed(futures):
+                print(row_line(future.result()), file=sys.stderr, flush=True)
+        rows = [f.result() for f in futures]
     print(report(rows))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
