@@ -184,6 +184,25 @@ def _lower_regimes(b: _Builder, regimes: Regimes, env) -> str | float:
     return out
 
 
+_SELECTS = {
+    sp.GreaterThan: "where_greater_equal",
+    sp.StrictGreaterThan: "where_greater",
+    sp.LessThan: "where_less_equal",
+    sp.StrictLessThan: "where_less",
+}
+
+
+def _lower_piecewise(b: _Builder, expr: sp.Piecewise, env) -> str | float:
+    """Piecewise((a, lhs REL rhs), (c, True)), a split on any expression of the args: one
+    select; both pieces are computed (each is exact where it is selected)."""
+    (first, cond), (second, otherwise) = expr.args if len(expr.args) == 2 else ((0, 0), (0, 0))
+    if otherwise is not sp.true or type(cond) not in _SELECTS:
+        raise TypeError(f"cannot lower Piecewise {expr}: expected two pieces, one condition")
+    lhs, rhs = _lower(b, cond.lhs, env), _lower(b, cond.rhs, env)
+    a, c = _lower(b, first, env), _lower(b, second, env)
+    return b.emit(_SELECTS[type(cond)], lhs, rhs, a, c)
+
+
 def _clipped(b: _Builder, x: str, low: float, high: float, no_neg_inf: bool, no_pos_inf: bool):
     """`x` clipped into a piece's interval, so a branch not taken has a finite backward pass.
 
@@ -230,6 +249,8 @@ def _lower(b: _Builder, expr, env) -> str | float:
         if not exp.is_number:  # a power of args: (1 - x)**a
             return b.emit("pow", _lower(b, base, env), _lower(b, exp, env))
         return _lower_pow(b, _lower(b, base, env), exp)
+    if isinstance(expr, sp.Piecewise):
+        return _lower_piecewise(b, expr, env)
     if isinstance(expr, (sp.Max, sp.Min)):
         op = "maximum" if isinstance(expr, sp.Max) else "minimum"
         args = [_lower(b, arg, env) for arg in expr.args]

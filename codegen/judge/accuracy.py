@@ -306,6 +306,25 @@ def _extremum_op(node: sp.Expr, visit) -> _Op:
     return _Op(fold, tuple(visit(a) for a in node.args))
 
 
+_COMPARE = {
+    sp.GreaterThan: lambda u, v: u >= v,
+    sp.StrictGreaterThan: lambda u, v: u > v,
+    sp.LessThan: lambda u, v: u <= v,
+    sp.StrictLessThan: lambda u, v: u < v,
+}
+
+
+def _piecewise_op(node: sp.Piecewise, visit) -> _Op:
+    """Piecewise((a, lhs REL rhs), (c, True)): a where arb is sure the relation holds, else c
+    (hogen's pieces are equal where both are defined, so an unsure relation may pick c)."""
+    (first, cond), (second, otherwise) = node.args if len(node.args) == 2 else ((0, 0), (0, 0))
+    if otherwise is not sp.true or type(cond) not in _COMPARE:
+        raise TypeError(f"reference cannot evaluate Piecewise {node}")
+    compare = _COMPARE[type(cond)]
+    args = (visit(cond.lhs), visit(cond.rhs), visit(first), visit(second))
+    return _Op(lambda u, v, a, c: a if compare(u, v) else c, args)
+
+
 def _op_for(node: sp.Expr, visit) -> _Op:
     if isinstance(node, (sp.Add, sp.Mul)):
         fold = sum if isinstance(node, sp.Add) else math.prod
@@ -316,6 +335,8 @@ def _op_for(node: sp.Expr, visit) -> _Op:
         return _Op(lambda u: u, (visit(node.args[0]),))
     if isinstance(node, (sp.Max, sp.Min)):
         return _extremum_op(node, visit)
+    if isinstance(node, sp.Piecewise):
+        return _piecewise_op(node, visit)
     is_lae = logaddexp is not None and isinstance(node, logaddexp)
     name = "logaddexp" if is_lae else getattr(by_class(node.func), "name", None)
     if name not in _ARB_FUNCS:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import sympy as sp
 
 from codegen.front.functions import hypot, sigmoid
+from codegen.stabilize.conjugates import conjugate_forms
 from codegen.stabilize.rules import apply_rules
 from codegen.timebound import SymPyTimeout, bounded, time_limit  # noqa: F401 - re-exported
 
@@ -201,6 +202,7 @@ def candidates(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[str, sp
         raw += [(f"{label}+{name}", form) for name, form in difference_forms(variant, args)]
         raw += [(f"{label}+{name}", form) for name, form in absorbed_forms(variant)]
         raw += [(f"{label}+{name}", form) for name, form in reciprocal_forms(variant)]
+        raw += [(f"{label}+{name}", form) for name, form in conjugate_forms(variant)]
     seen: set[str] = set()
     out: list[tuple[str, sp.Expr]] = []
     for label, form in raw:
