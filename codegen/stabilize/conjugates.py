@@ -39,6 +39,17 @@ def _sign(u: sp.Expr) -> sp.Expr:
     return sp.sign(numerator) * sp.sign(denominator)
 
 
+def _over(numerator: sp.Expr, denominator: sp.Expr) -> sp.Expr:
+    """numerator/denominator with one factor of a product numerator divided first:
+    y**2/(x + hypot) as y*(y/(x + hypot)), so y**2 cannot overflow or underflow alone."""
+    den = sp.UnevaluatedExpr(denominator)
+    for factor in sp.Mul.make_args(numerator):
+        base, exp = factor.as_base_exp()
+        if not base.is_number and exp.is_Integer and exp > 0:
+            return (numerator / base) * sp.UnevaluatedExpr(base / den)
+    return numerator / den
+
+
 def _conjugate(node: sp.Expr) -> sp.Expr:
     """`node`, a sum, as the two-piece form of the module docstring (or unchanged)."""
     for term in node.args:
@@ -51,7 +62,7 @@ def _conjugate(node: sp.Expr) -> sp.Expr:
         if rest == 0 or k.has(root) or rest.has(root):
             continue
         numerator = sp.cancel(sp.expand(rest**2 - k**2 * radicand))
-        conjugate = numerator / sp.UnevaluatedExpr(rest - k * root)
+        conjugate = _over(numerator, rest - k * root)
         return sp.Piecewise((node, sp.Ge(_sign(rest) * _sign(k), 0)), (conjugate, True))
     return node
 

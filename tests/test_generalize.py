@@ -1,4 +1,4 @@
-"""Valid specs that did not build (issue 13, kind 6): each now builds, or its parts work.
+"""Issue 13: valid specs that did not build (kind 6), and multi-argument conjugate regimes.
 
 - Derivatives SymPy writes outside the grammar (DiracDelta and sign from abs, cot, re/im)
   are rewritten into it before anything measures or lowers them.
@@ -123,3 +123,19 @@ def test_op_with_args_named_like_internal_locals(tmp_path):
     for index, got in (((0, 0, 0), y), ((1, 0, 0), g_x), ((0, 1, 0), g_x0), ((2, 0, 0), f_xx)):
         want = accuracy.reference(exact[index], spec.arg_symbols, rows, "float64")[0]
         assert got.numpy()[0] == pytest.approx(want, rel=2.0**-44), index  # 8 bits of 53
+
+
+def test_conjugate_regime_on_two_args_keeps_the_promise():
+    """sqrt(x**2 + y**2) - x cancels for x > 0: the conjugate piece, selected on the sign of
+    an expression of the args, keeps the promise where the sum as written does not."""
+    from codegen.stabilize import choose
+
+    spec = parse_spec_text(
+        "name: f\nargs: [x, y]\nexpr: sqrt(x**2 + y**2) - x\norder: 1\n", "specs/f.yaml"
+    )
+    value = derive(spec).partials[0]
+    chosen = choose(spec, value, 300)
+    assert chosen.chosen.keeps_promise(), chosen.chosen
+    assert chosen.chosen.form.has(sp.Piecewise)
+    (plain,) = [c for c in chosen.tried if c.label == "sympy"]
+    assert not plain.keeps_promise()
