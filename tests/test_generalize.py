@@ -81,8 +81,13 @@ def test_time_limit_stops_a_long_call():
     with pytest.raises(SymPyTimeout), time_limit(0.2):
         while True:
             pass
-    assert bounded(0.2, "fallback", lambda: time.sleep(5)) == "fallback"
-    assert time.monotonic() - start < 4  # not a timing assertion on speed: the bound itself
+
+    def spin():
+        while True:
+            pass
+
+    assert bounded(0.2, "fallback", spin) == "fallback"  # CPU time: a busy loop, not a sleep
+    assert time.monotonic() - start < 60  # generous: the bound is CPU time, the machine shared
 
 
 @pytest.mark.parametrize("args", ["[x, x0, e]", "[t, eps]", "[x, t_x, d_x]"])
