@@ -9,7 +9,8 @@ With `--json PATH`, the same as data. Nothing in the repository is written: each
 built into a temporary folder.
 
 Each expression runs in its own child process (build timed alone, then TensorFlow
-measurement), killed at `--timeout` seconds so no expression can hang the run.
+measurement on the paths of `--paths`, worst reported, as `hogen verify` does), killed at
+`--timeout` seconds so no expression can hang the run.
 
     python benchmarks/corpus.py                      # both parts, 2000 points, -j 2
     python benchmarks/corpus.py --part dev --samples 400 --only d_silu
@@ -55,7 +56,7 @@ def spec_text(entry: dict) -> str:
     return yaml.safe_dump(spec, sort_keys=False)
 
 
-def child(spec_path: str, out_dir: str, samples: int, status_path: str) -> None:
+def child(spec_path: str, out_dir: str, samples: int, status_path: str, paths: str) -> None:
     """In a child process: build (timed), write the status, then measure with TensorFlow."""
     sys.path.insert(0, str(ROOT))
     status = Path(status_path)
@@ -70,7 +71,7 @@ def child(spec_path: str, out_dir: str, samples: int, status_path: str) -> None:
     status.write_text(json.dumps(result), encoding="utf-8")
     from codegen.measure.verify import verify_spec
 
-    rows = verify_spec(spec, Path(out_dir), samples=samples)
+    rows = verify_spec(spec, Path(out_dir), samples=samples, paths=tuple(paths.split(",")))
     worst: dict[str, list] = {"hogen": [], "autodiff": []}
     for r in rows:
         f = r.figures
@@ -81,12 +82,13 @@ def child(spec_path: str, out_dir: str, samples: int, status_path: str) -> None:
     status.write_text(json.dumps(result), encoding="utf-8")
 
 
-def run_one(entry: dict, samples: int, timeout: float) -> dict:
+def run_one(entry: dict, samples: int, timeout: float, paths: str) -> dict:
     """Build and measure one entry in a child process; the row of the report."""
     with tempfile.TemporaryDirectory(prefix="hogen-corpus-") as tmp:
         spec_path, status = Path(tmp) / f"{entry['name']}.yaml", Path(tmp) / "status.json"
         spec_path.write_text(spec_text(entry), encoding="utf-8")
         cmd = [sys.executable, __file__, "--child", str(spec_path), tmp, str(samples), str(status)]
+        cmd.append(paths)
         env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONHASHSEED": "0"}
         start = time.perf_counter()
         try:
@@ -152,13 +154,16 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=2000, help="points per dtype")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per expression")
     parser.add_argument("-j", "--jobs", type=int, default=2)
+    parser.add_argument(
+        "--paths", default="eager,function,xla", help="TF paths the hogen op is measured on"
+    )
     parser.add_argument("--progress", action="store_true", help="rows on stderr as they end")
     parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
     args = parser.parse_args()
     parts = PARTS if args.part == "all" else (args.part,)
     entries = load_entries(parts, args.only)
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        futures = [pool.submit(run_one, e, args.samples, args.timeout) for e in entries]
+        futures = [pool.submit(run_one, e, args.samples, args.timeout, args.paths) for e in entries]
         if args.progress:
             for future in as_completed(futures):
                 print(row_line(future.result()), file=sys.stderr, flush=True)
@@ -169,7 +174,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 6 and sys.argv[1] == "--child":
-        child(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5])
+    if len(sys.argv) == 7 and sys.argv[1] == "--child":
+        child(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6])
     else:
         main()
