@@ -115,6 +115,21 @@ CASES: dict[str, Case] = {
         rewrites=((sp.log(sp.cosh(x)), sp.Abs(x) + softplus(-2 * sp.Abs(x)) - sp.log(2)),),
         untouched=(sp.log(sp.sinh(x)), sp.cosh(x)),
     ),
+    "hypot_const": Case(
+        rewrites=(
+            (sp.sqrt(x**2 + 4), hypot(2, x)),
+            (1 / sp.sqrt(x**2 + 1), 1 / hypot(1, x)),
+        ),
+        untouched=(sp.sqrt(x**2 - 4), sp.sqrt(x**3 + 1), (x**2 + 1) ** 2),
+    ),
+    "inverse_hyperbolic": Case(
+        rewrites=(
+            (sp.log(x + sp.sqrt(x**2 + 1)), sp.asinh(x)),
+            (sp.log(2 * x + sp.sqrt(4 * x**2 + 9)), sp.asinh(2 * x / 3) + sp.log(9) / 2),
+        ),
+        untouched=(sp.log(x + sp.sqrt(x**2 + y)), sp.log(x + sp.sqrt(x**3 + 1))),
+        alone=sp.log(x + sp.sqrt(x**2 - 1)),
+    ),
 }
 
 RULES = {rule.name: rule for rule in STABLE_RULES}
@@ -227,6 +242,8 @@ UNSTABLE_AT = {
     "sech_squared": (1 - sp.tanh(x) ** 2, (20.0,)),
     "hypot": (sp.sqrt(x**2 + y**2), (1e200, 1e200)),
     "log_cosh": (sp.log(sp.cosh(x)), (800.0,)),
+    "hypot_const": (1 / sp.sqrt(x**2 + 1), (1e200,)),
+    "inverse_hyperbolic": (sp.log(x + sp.sqrt(x**2 + 1)), (-1e10,)),
 }
 
 

@@ -154,6 +154,45 @@ def _hypot(node):
     return None
 
 
+def _squares(term: sp.Expr) -> sp.Expr | None:
+    """a where term is a**2, or sqrt(c) where term is a positive number c; else None."""
+    if term.is_number:
+        return sp.sqrt(term) if term.is_positive else None
+    base, exp = term.as_base_exp()
+    return base if exp == 2 else None
+
+
+def _hypot_const(node):
+    """(a**2 + c)**(k/2) -> hypot(a, sqrt(c))**k for odd k, c > 0: no overflow of a**2."""
+    if node.is_Pow and node.base.is_Add and len(node.base.args) == 2:
+        twice = 2 * node.exp
+        roots = [_squares(term) for term in node.base.args]
+        numbers = [term.is_number for term in node.base.args]
+        if twice.is_Integer and twice % 2 == 1 and None not in roots and any(numbers):
+            return hypot(*roots) ** twice
+    return None
+
+
+def _inverse_hyperbolic(node):
+    """log(a + sqrt(a**2 + c)) -> asinh(a/sqrt(c)) + log(c)/2 (c > 0), and with a**2 - c,
+    acosh(a/sqrt(c)) + log(c)/2: the sum cancels for a < 0 and a**2 overflows."""
+    if node.func is not sp.log or not node.args[0].is_Add:
+        return None
+    for term in node.args[0].args:
+        base, exp = term.as_base_exp()
+        if term.func is hypot:  # sqrt(a**2 + c) already rewritten by hypot_const
+            base, exp = term.args[0] ** 2 + term.args[1] ** 2, sp.S.Half
+        if exp != sp.S.Half or base.is_number:
+            continue
+        a = node.args[0] - term
+        c = sp.expand(base - a**2)
+        if c.is_number and c != 0 and not a.is_number:
+            scale = sp.sqrt(abs(c))
+            inverse = sp.asinh if c > 0 else sp.acosh
+            return inverse(a / scale) + sp.log(abs(c)) / 2
+    return None
+
+
 def _log_cosh(node):
     """log(cosh(u)) -> |u| + softplus(-2|u|) - log(2): cosh(u) overflows long before it."""
     if node.func is sp.log and node.args[0].func is sp.cosh:
@@ -179,6 +218,16 @@ STABLE_RULES: tuple[Rule, ...] = (
     Rule("one_minus_cos", "1 - cos(u) = 2 sin(u/2)**2", _one_minus_cos),
     Rule("hypot", "sqrt(a**2 + b**2) = hypot(a, b), computed with scaling", _hypot),
     Rule("log_cosh", "log(cosh(u)) = |u| + softplus(-2|u|) - log(2)", _log_cosh),
+    Rule(
+        "hypot_const",
+        "sqrt(a**2 + c) = hypot(a, sqrt(c)) for a number c > 0, computed with scaling",
+        _hypot_const,
+    ),
+    Rule(
+        "inverse_hyperbolic",
+        "log(a + sqrt(a**2 + c)) = asinh(a/sqrt(c)) + log(c)/2; with -c, acosh",
+        _inverse_hyperbolic,
+    ),
     Rule("sech_squared", "1 - tanh(u)**2 = 4 sigmoid(2u) sigmoid(-2u)", _sech_squared),
 )
 
