@@ -179,7 +179,7 @@ def series_forms(expr: sp.Expr, arg: sp.Symbol, point: int = 0) -> list[tuple[st
             longest = sp.series(expr, arg, point, max(SERIES_TERMS)).removeO()
     except Exception:  # noqa: BLE001 - SymPy raises many kinds for series it cannot do
         return out
-    if longest.has(sp.log, sp.Order) or not longest.is_polynomial(arg):
+    if longest.has(sp.log, sp.Order, sp.I) or not longest.is_polynomial(arg):  # I: complex at 0
         return out
     poly = sp.Poly(longest, arg)
     for terms in SERIES_TERMS:
