@@ -221,7 +221,11 @@ def _clipped(b: _Builder, x: str, low: float, high: float, no_neg_inf: bool, no_
 
 def _lower_hypot(b: _Builder, a, c) -> str:
     """sqrt(a**2 + c**2) as big * sqrt(1 + (small/big)**2): no overflow, no underflow."""
-    a, c = (abs(v) if isinstance(v, float) else b.emit("abs", v) for v in (a, c))
+    if isinstance(a, float):  # hypot(1, x): the constant as a tensor of x's dtype
+        a = b.emit("fill_like", c, a)
+    if isinstance(c, float):
+        c = b.emit("fill_like", a, c)
+    a, c = b.emit("abs", a), b.emit("abs", c)
     big, small = b.emit("maximum", a, c), b.emit("minimum", a, c)
     ratio = b.emit("div_no_nan", small, big)
     return b.emit("mul", big, b.emit("sqrt", b.emit("add", 1.0, b.emit("square", ratio))))
