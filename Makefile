@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export TF_CPP_MIN_LOG_LEVEL := 3
 export PYTHONHASHSEED := 0
 
-.PHONY: run test build check verify report bench lint clean
+.PHONY: run test build check verify report bench corpus lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,10 @@ report: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_ops.py
 	$(BIN)/python benchmarks/bench_build.py
+
+# The generalization corpus (issue 13); CORPUS_ARGS e.g. "--part dev --samples 400".
+corpus: $(STAMP)
+	$(BIN)/python benchmarks/corpus.py $(CORPUS_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check codegen tests generated generated_jax generated_torch benchmarks

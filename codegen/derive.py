@@ -8,6 +8,13 @@ the partial one order below, so no derivative is taken twice.
 
 Derivatives can explode (an exp tower at order 4); `max_ops` bounds the size
 of any one, and exceeding it raises `DeriveError` naming the order and size.
+
+SymPy writes some derivatives with functions outside the grammar: `DiracDelta`
+and `Heaviside` (from `abs` and `sign`), `re`/`im` parts (from roots of
+expressions that may be negative, where the value is real wherever it is
+defined) and `cot`. Each partial is rewritten into the grammar: `DiracDelta`
+is 0 away from the kink, `Heaviside(u)` is `(sign(u) + 1)/2`, `re(u)` is `u` and
+`im(u)` is 0 for real `u`, `cot(u)` is `1/tan(u)`.
 """
 
 from __future__ import annotations
@@ -71,6 +78,19 @@ def _parent(index: tuple[int, ...]) -> tuple[tuple[int, ...], int]:
     return tuple(parent), last
 
 
+def _in_grammar(expr: sp.Expr) -> sp.Expr:
+    """`expr` without DiracDelta, Heaviside, re, im and cot (see the module docstring)."""
+    if not expr.has(sp.DiracDelta, sp.Heaviside, sp.re, sp.im, sp.cot):
+        return expr
+    return (
+        expr.replace(lambda e: isinstance(e, sp.DiracDelta), lambda e: sp.S.Zero)
+        .replace(sp.Heaviside, lambda u, *_: (sp.sign(u) + 1) / 2)
+        .replace(sp.re, lambda u: u)
+        .replace(sp.im, lambda u: sp.S.Zero)
+        .replace(sp.cot, lambda u: 1 / sp.tan(u))
+    )
+
+
 def derive(spec: Spec, max_ops: int = DEFAULT_MAX_OPS) -> Derivatives:
     """Differentiate `spec.expr` up to `spec.order` in every arg."""
     symbols = spec.arg_symbols
@@ -80,7 +100,7 @@ def derive(spec: Spec, max_ops: int = DEFAULT_MAX_OPS) -> Derivatives:
     for order in range(1, spec.order + 1):
         for index in multi_indices(n_args, order):
             parent, arg = _parent(index)
-            expr = sp.diff(table[parent], symbols[arg])
+            expr = _in_grammar(sp.diff(table[parent], symbols[arg]))
             size = sp.count_ops(expr)
             if size > max_ops:
                 raise DeriveError(

@@ -203,6 +203,10 @@ def _clipped(b: _Builder, x: str, low: float, high: float, no_neg_inf: bool, no_
 
 def _lower_hypot(b: _Builder, a, c) -> str:
     """sqrt(a**2 + c**2) as big * sqrt(1 + (small/big)**2): no overflow, no underflow."""
+    if isinstance(a, float):  # hypot(1, x): the constant as a tensor of x's dtype
+        a = b.emit("fill_like", c, a)
+    if isinstance(c, float):
+        c = b.emit("fill_like", a, c)
     a, c = b.emit("abs", a), b.emit("abs", c)
     big, small = b.emit("maximum", a, c), b.emit("minimum", a, c)
     ratio = b.emit("div_no_nan", small, big)
@@ -254,6 +258,8 @@ def _lower(b: _Builder, expr, env) -> str | float:
             return b.emit("div", 1.0, _lower(b, base ** (-exp), env))
         if base == sp.E:
             return b.emit("exp", _lower(b, exp, env))
+        if not exp.is_number:  # a power of args: (1 - x)**a
+            return b.emit("pow", _lower(b, base, env), _lower(b, exp, env))
         return _lower_pow(b, _lower(b, base, env), exp)
     if isinstance(expr, (sp.Max, sp.Min)):
         op = "maximum" if isinstance(expr, sp.Max) else "minimum"

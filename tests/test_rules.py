@@ -129,6 +129,21 @@ CASES: dict[str, Case] = {
         ),
         untouched=(1 / sp.erfc(x), sp.exp(x) * sp.erfc(x), sp.exp(x) / (1 + sp.erfc(x))),
     ),
+    "hypot_const": Case(
+        rewrites=(
+            (sp.sqrt(x**2 + 4), hypot(2, x)),
+            (1 / sp.sqrt(x**2 + 1), 1 / hypot(1, x)),
+        ),
+        untouched=(sp.sqrt(x**2 - 4), sp.sqrt(x**3 + 1), (x**2 + 1) ** 2),
+    ),
+    "inverse_hyperbolic": Case(
+        rewrites=(
+            (sp.log(x + sp.sqrt(x**2 + 1)), sp.asinh(x)),
+            (sp.log(2 * x + sp.sqrt(4 * x**2 + 9)), sp.asinh(2 * x / 3) + sp.log(9) / 2),
+        ),
+        untouched=(sp.log(x + sp.sqrt(x**2 + y)), sp.log(x + sp.sqrt(x**3 + 1))),
+        alone=sp.log(x + sp.sqrt(x**2 - 1)),
+    ),
 }
 
 RULES = {rule.name: rule for rule in STABLE_RULES}
@@ -246,6 +261,8 @@ UNSTABLE_AT = {
     "log_cosh": (sp.log(sp.cosh(x)), (800.0,)),
     "log_erfc": (sp.log(sp.erfc(x)), (30.0,)),
     "erfc_quotient": (sp.exp(-(x**2)) / sp.erfc(x), (30.0,)),
+    "hypot_const": (1 / sp.sqrt(x**2 + 1), (1e200,)),
+    "inverse_hyperbolic": (sp.log(x + sp.sqrt(x**2 + 1)), (-1e10,)),
 }
 
 

@@ -35,6 +35,11 @@ class Printer:
     broadcast: Callable[[tuple[str, ...]], str]
 
 
+def module_locals(spec) -> names.Locals:
+    """The derived locals of `spec`'s module, making way for its name, arg and param names."""
+    return names.Locals((spec.name, *spec.args, *(p for p, _ in spec.params)))
+
+
 def form_body(forms: StableForms, choice: Choice, prefix: str, printer: Printer) -> list[str]:
     """The body of the function computing one chosen form at the function's own parameters."""
     spec = forms.spec
@@ -42,7 +47,7 @@ def form_body(forms: StableForms, choice: Choice, prefix: str, printer: Printer)
     stopped = sum(choice.index) < spec.order
     unclipped = frozenset(env.values()) if stopped else frozenset(p for p, _ in spec.params)
     program = lower_each([(choice.chosen.form, env)], prefix, unclipped=unclipped)
-    out = "value" if not sum(choice.index) else names.partial(spec.args, choice.index)
+    out = "value" if not sum(choice.index) else module_locals(spec).partial(spec.args, choice.index)
     lines = printer.lines(program, [out], spec.args[0])
     if not sum(choice.index) and not set(spec.arg_symbols) <= free_symbols(choice.chosen.form):
         lines.append(f"value = {printer.broadcast(spec.args)}")

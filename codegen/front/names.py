@@ -4,7 +4,8 @@ In: a spec's op name, arg names and derivative multi-indices. Out: the
 identifiers the generated module uses, and `RESERVED`, the names a spec may
 not use because the generated module (or Python) already means something by
 them. `spec` validates against `RESERVED`; `emit` takes every helper name
-from here, so the two cannot drift apart.
+from here, so the two cannot drift apart. The grammar's constant names (e, pi,
+...) are not reserved: an arg named `e` shadows the constant in its spec.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ GRAMMAR_CONSTANTS = frozenset({"pi", "E", "e", "inf", "nan", "I", "oo"})
 RESERVED = (
     MODULE_GLOBALS
     | GENERATED_LOCALS
-    | GRAMMAR_CONSTANTS
     | frozenset(keyword.kwlist)
     | frozenset(keyword.softkwlist)
     | frozenset(dir(builtins))
@@ -94,41 +94,46 @@ def temp_prefix(user_names: tuple[str, ...]) -> str:
     return "_tmp"
 
 
-def generated_locals(args: tuple[str, ...]) -> dict[str, str]:
-    """Every local name emit derives from the args, mapped to the arg it comes from."""
-    out = {}
-    for arg in args:
-        for derived in (
-            stopped(arg),
-            tangent(arg),
-            shifted(arg),
-            half_square(arg),
-            grad_local(arg),
-        ):
-            out[derived] = arg
-    for name in _all_partials(args):
-        out[name] = "a derivative"
-    return out
+class Locals:
+    """The locals emit derives from the args, making way for the spec's own names.
 
+    A derived local that a user name already takes (args [x, x0]: x's stopped copy `x0`)
+    gets a leading underscore, which no spec name can have. Names that collide with nothing
+    are those of the plain functions above, so most modules never see the difference.
+    """
 
-def _all_partials(args: tuple[str, ...], max_order: int = 4) -> set[str]:
-    import itertools
+    def __init__(self, user_names):
+        self.user = frozenset(user_names)
 
-    names = set()
-    for order in range(1, max_order + 1):
-        for combo in itertools.combinations_with_replacement(range(len(args)), order):
-            names.add(partial(args, tuple(combo.count(i) for i in range(len(args)))))
-    return names
+    def _free(self, name: str) -> str:
+        return f"_{name}" if name in self.user else name
+
+    def stopped(self, arg: str) -> str:
+        return self._free(stopped(arg))
+
+    def tangent(self, arg: str) -> str:
+        return self._free(tangent(arg))
+
+    def shifted(self, arg: str) -> str:
+        return self._free(shifted(arg))
+
+    def half_square(self, arg: str) -> str:
+        return self._free(half_square(arg))
+
+    def grad_local(self, arg: str) -> str:
+        return self._free(grad_local(arg))
+
+    def partial(self, args: tuple[str, ...], index: tuple[int, ...]) -> str:
+        return self._free(partial(args, index))
 
 
 def collisions(op: str, args: tuple[str, ...], params: tuple[str, ...]) -> list[str]:
-    """Names in a spec that would clash inside the generated module, as messages."""
+    """Names in a spec that would clash inside the generated module, as messages.
+
+    Derived locals (x0, t_x, d_x, ...) make way for user names (`Locals`), so only the
+    op's own name can clash."""
     problems = []
     user_names = (op, *args, *params)
-    derived = generated_locals(args)
-    for name in user_names:
-        if name in derived:
-            problems.append(f"'{name}' clashes with the generated local for '{derived[name]}'")
     if op in args or op in params:
         problems.append(f"'{op}' is both the op name and an argument name")
     if op.startswith("_") or impl(op) in user_names:

@@ -37,6 +37,7 @@ import sympy as sp
 from sympy.codegen.cfunctions import expm1, log1p
 
 from codegen.front.functions import by_class, sigmoid, softplus
+from codegen.timebound import SymPyTimeout, time_limit
 
 try:
     from sympy.codegen.numpy_nodes import logaddexp
@@ -64,6 +65,7 @@ _SPECIALS = (0.0, 1.0, -1.0, 20.0, -20.0, 40.0, -40.0, 88.0, -88.0, 100.0, -100.
 _FORMAT = {"float32": (24, -126, 127), "float64": (53, -1022, 1023)}  # precision, emin, emax
 _START_PREC, _MAX_PREC = 64, 2**14
 _CACHE_VERSION = b"hogen-accuracy-2"
+LIMIT_SECONDS = 3.0  # SymPy's limit at a point where an operand is 0 (x/x, sin(x)/x)
 
 
 @dataclass(frozen=True)
@@ -499,9 +501,10 @@ def _plain(expr: sp.Expr) -> sp.Expr:
 def _limit(expr: sp.Expr, x: sp.Symbol, at: sp.Rational) -> sp.Expr | None:
     """The limit of expr as x -> at, if both sides agree and it is finite."""
     try:
-        sides = {sp.limit(_plain(expr), x, at, d) for d in ("+", "-")}
-    except (NotImplementedError, ValueError, ArithmeticError, TypeError):
-        return None
+        with time_limit(LIMIT_SECONDS):
+            sides = {sp.limit(_plain(expr), x, at, d) for d in ("+", "-")}
+    except (NotImplementedError, ValueError, ArithmeticError, TypeError, SymPyTimeout):
+        return None  # no limit found in time: the point is not scored
     lim = sides.pop()
     return lim if not sides and lim.is_real and lim.is_finite else None
 

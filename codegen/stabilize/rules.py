@@ -182,6 +182,45 @@ def _hypot(node):
     return None
 
 
+def _squares(term: sp.Expr) -> sp.Expr | None:
+    """a where term is a**2, or sqrt(c) where term is a positive number c; else None."""
+    if term.is_number:
+        return sp.sqrt(term) if term.is_positive else None
+    base, exp = term.as_base_exp()
+    return base if exp == 2 else None
+
+
+def _hypot_const(node):
+    """(a**2 + c)**(k/2) -> hypot(a, sqrt(c))**k for odd k, c > 0: no overflow of a**2."""
+    if node.is_Pow and node.base.is_Add and len(node.base.args) == 2:
+        twice = 2 * node.exp
+        roots = [_squares(term) for term in node.base.args]
+        numbers = [term.is_number for term in node.base.args]
+        if twice.is_Integer and twice % 2 == 1 and None not in roots and any(numbers):
+            return hypot(*roots) ** twice
+    return None
+
+
+def _inverse_hyperbolic(node):
+    """log(a + sqrt(a**2 + c)) -> asinh(a/sqrt(c)) + log(c)/2 (c > 0), and with a**2 - c,
+    acosh(a/sqrt(c)) + log(c)/2: the sum cancels for a < 0 and a**2 overflows."""
+    if node.func is not sp.log or not node.args[0].is_Add:
+        return None
+    for term in node.args[0].args:
+        base, exp = term.as_base_exp()
+        if term.func is hypot:  # sqrt(a**2 + c) already rewritten by hypot_const
+            base, exp = term.args[0] ** 2 + term.args[1] ** 2, sp.S.Half
+        if exp != sp.S.Half or base.is_number:
+            continue
+        a = node.args[0] - term
+        c = sp.expand(base - a**2)
+        if c.is_number and c != 0 and not a.is_number:
+            scale = sp.sqrt(abs(c))
+            inverse = sp.asinh if c > 0 else sp.acosh
+            return inverse(a / scale) + sp.log(abs(c)) / 2
+    return None
+
+
 def _log_cosh(node):
     """log(cosh(u)) -> |u| + softplus(-2|u|) - log(2): cosh(u) overflows long before it."""
     if node.func is sp.log and node.args[0].func is sp.cosh:
@@ -209,25 +248,47 @@ STABLE_RULES: tuple[Rule, ...] = (
     Rule("one_minus_cos", "1 - cos(u) = 2 sin(u/2)**2", _one_minus_cos),
     Rule("hypot", "sqrt(a**2 + b**2) = hypot(a, b), computed with scaling", _hypot),
     Rule("log_cosh", "log(cosh(u)) = |u| + softplus(-2|u|) - log(2)", _log_cosh),
+    Rule(
+        "hypot_const",
+        "sqrt(a**2 + c) = hypot(a, sqrt(c)) for a number c > 0, computed with scaling",
+        _hypot_const,
+    ),
+    Rule(
+        "inverse_hyperbolic",
+        "log(a + sqrt(a**2 + c)) = asinh(a/sqrt(c)) + log(c)/2; with -c, acosh",
+        _inverse_hyperbolic,
+    ),
     Rule("sech_squared", "1 - tanh(u)**2 = 4 sigmoid(2u) sigmoid(-2u)", _sech_squared),
 )
 
 
-def rewrite_node(node: sp.Expr, rules: tuple[Rule, ...]) -> tuple[sp.Expr, list[str]]:
-    """Rewrite the children first, then the node itself until no rule applies."""
+MAX_REWRITE_DEPTH = 8  # rules that undo each other (or grow their input) stop here
+
+
+def rewrite_node(
+    node: sp.Expr, rules: tuple[Rule, ...], depth: int = 0
+) -> tuple[sp.Expr, list[str]]:
+    """Rewrite the children first, then the node itself until no rule applies.
+
+    A rewrite's output is rewritten again, at most `MAX_REWRITE_DEPTH` deep: rules that
+    feed each other (tanh(exp(x)) brings sigmoids of exponentials) end there, not in a
+    RecursionError.
+    """
     used: list[str] = []
     if node.args and not node.is_Atom:
         new_args = []
         for arg in node.args:
-            new_arg, names = rewrite_node(arg, rules)
+            new_arg, names = rewrite_node(arg, rules, depth)
             new_args.append(new_arg)
             used += names
         node = node.func(*new_args) if tuple(new_args) != node.args else node
+    if depth >= MAX_REWRITE_DEPTH:
+        return node, used
     for _ in range(20):
         for rule in rules:
             out = rule.rewrite(node)
             if out is not None and out != node:
-                node, names = rewrite_node(out, rules)
+                node, names = rewrite_node(out, rules, depth + 1)
                 used += [rule.name, *names]
                 break
         else:
@@ -236,6 +297,13 @@ def rewrite_node(node: sp.Expr, rules: tuple[Rule, ...]) -> tuple[sp.Expr, list[
 
 
 def apply_rules(expr: sp.Expr, rules: tuple[Rule, ...] = STABLE_RULES) -> tuple[sp.Expr, tuple]:
-    """`expr` rewritten by `rules` to a fixed point, and the sorted names of the rules used."""
-    out, used = rewrite_node(expr, rules)
+    """`expr` rewritten by `rules` to a fixed point, and the sorted names of the rules used.
+
+    Where SymPy recurses without end building a rewritten node (Abs of some products of
+    exponentials), `expr` comes back unchanged: that candidate is not offered.
+    """
+    try:
+        out, used = rewrite_node(expr, rules)
+    except RecursionError:
+        return expr, ()
     return out, tuple(sorted(set(used)))

@@ -234,14 +234,23 @@ def _outside_domain(form: Regimes, domain: tuple[float, float], exact: sp.Expr) 
 
 
 def valid_candidates(spec: Spec, partial: Partial) -> list[tuple[str, object]]:
-    """The closed candidate forms of one partial that equal it."""
+    """The closed candidate forms of one partial that equal it. A rewrite the reference
+    cannot evaluate (SymPy's simplify writes sign(x) as a Piecewise on x == 0) is not
+    offered; the derivative as SymPy wrote it always is."""
     if isinstance(partial.expr, sp.Piecewise):  # each piece gets its candidates in `choose`
         return [("sympy", partial.expr)]
     out = []
     for label, form in candidates(partial.expr, spec.arg_symbols):
-        if label == "sympy" or equals_exact(form, partial.expr, spec):
+        if label == "sympy" or _checked_equal(form, partial.expr, spec):
             out.append((label, form))
     return out
+
+
+def _checked_equal(form, exact: sp.Expr, spec: Spec) -> bool:
+    try:
+        return equals_exact(form, exact, spec)
+    except TypeError:
+        return False
 
 
 @functools.lru_cache(maxsize=64)  # both passes of a promoted op need the same series
@@ -319,6 +328,12 @@ def _explained(spec: Spec, partial: Partial, step, *args):
         raise DeriveError(
             f"{spec.path}: the order-{partial.order} derivative {partial.index} = "
             f"{sp.sstr(partial.expr)[:200]} cannot be measured: {error}"
+        ) from None
+    except RecursionError:  # SymPy recursing without end on this derivative
+        raise DeriveError(
+            f"{spec.path}: the order-{partial.order} derivative {partial.index} = "
+            f"{sp.sstr(partial.expr)[:200]} cannot be stabilized: SymPy exceeded its "
+            "recursion limit; lower `order` or simplify `expr`"
         ) from None
 
 

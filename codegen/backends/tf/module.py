@@ -33,6 +33,7 @@ from codegen.backends.doctext import dispatch_doc, docstring, public_doc, wrap
 from codegen.backends.forms import (
     Printer,
     form_functions,
+    module_locals,
     partials_table,
     render_init,
     signature,
@@ -51,7 +52,7 @@ def _is_pure_square(alpha) -> bool:
     return sorted(alpha) == [0] * (len(alpha) - 1) + [2]
 
 
-def _jet_term(d: str, args, alpha) -> str:
+def _jet_term(d: str, args, alpha, loc: names.Locals) -> str:
     """`d * t^alpha / alpha!` as code, NaN-free where `d` is infinite and t is 0.
 
     A pure square t**2/2 is written `(2 d) * square(t / 2)`: reverse mode then never forms
@@ -60,9 +61,9 @@ def _jet_term(d: str, args, alpha) -> str:
     if sum(alpha) == 0:
         return d
     if _is_pure_square(alpha):
-        q = names.half_square(args[alpha.index(2)])
+        q = loc.half_square(args[alpha.index(2)])
         return f"tf.math.multiply_no_nan(tf.math.multiply({d}, 2.0), {q})"
-    factors = [names.tangent(a) for a, n in zip(args, alpha) for _ in range(n)]
+    factors = [loc.tangent(a) for a, n in zip(args, alpha) for _ in range(n)]
     monomial = factors[0]
     for factor in factors[1:]:
         monomial = f"tf.math.multiply({monomial}, {factor})"
@@ -84,39 +85,39 @@ def _sum_lines(target: str, terms: list[str], same_shapes: bool) -> list[str]:
     ]
 
 
-def _grad_lines(args: tuple[str, ...], order: int) -> list[str]:
+def _grad_lines(args: tuple[str, ...], order: int, loc: names.Locals) -> list[str]:
     lines = []
     for i, arg in enumerate(args):
         terms = []
         for k in range(order):
             for alpha in multi_indices(len(args), k):
                 index = tuple(n + (j == i) for j, n in enumerate(alpha))
-                terms.append(_jet_term(names.partial(args, index), args, alpha))
-        lines += _sum_lines(names.grad_local(arg), terms, same_shapes=len(args) == 1)
+                terms.append(_jet_term(loc.partial(args, index), args, alpha, loc))
+        lines += _sum_lines(loc.grad_local(arg), terms, same_shapes=len(args) == 1)
     return lines
 
 
 def _backward(forms: StableForms) -> list[str]:
     spec = forms.spec
-    args, order = spec.args, spec.order
-    lines = [f"{names.stopped(a)} = tf.stop_gradient({a})" for a in args]
-    lines += [f"{names.tangent(a)} = _zero_tangent({a})" for a in args]
+    args, order, loc = spec.args, spec.order, module_locals(spec)
+    lines = [f"{loc.stopped(a)} = tf.stop_gradient({a})" for a in args]
+    lines += [f"{loc.tangent(a)} = _zero_tangent({a})" for a in args]
     lines += [
-        f"{names.shifted(a)} = _nan_free_gradient(tf.math.add({names.stopped(a)}, "
-        f"tf.math.truediv({names.tangent(a)}, {float(order)!r})))"
+        f"{loc.shifted(a)} = _nan_free_gradient(tf.math.add({loc.stopped(a)}, "
+        f"tf.math.truediv({loc.tangent(a)}, {float(order)!r})))"
         for a in args
     ]
     if order >= 3:
         lines += [
-            f"{names.half_square(a)} = tf.math.square(tf.math.multiply({names.tangent(a)}, 0.5))"
+            f"{loc.half_square(a)} = tf.math.square(tf.math.multiply({loc.tangent(a)}, 0.5))"
             for a in args
         ]
     lines += _partial_calls(forms)
-    lines += _grad_lines(args, order)
+    lines += _grad_lines(args, order, loc)
     if len(args) == 1:
-        grads = [f"tf.math.multiply(dy, {names.grad_local(args[0])})"]
+        grads = [f"tf.math.multiply(dy, {loc.grad_local(args[0])})"]
     else:
-        grads = [f"_sum_to(tf.math.multiply(dy, {names.grad_local(a)}), {a})" for a in args]
+        grads = [f"_sum_to(tf.math.multiply(dy, {loc.grad_local(a)}), {a})" for a in args]
     grads += ["None"] * len(spec.params)
     lines.append("return " + ", ".join(grads))
     return lines
@@ -126,11 +127,11 @@ def _partial_calls(forms: StableForms) -> list[str]:
     """Lines computing every partial of order >= 1 for the jet, the last order at x_last."""
     spec = forms.spec
     params = [p for p, _ in spec.params]
-    lines = []
+    lines, loc = [], module_locals(spec)
     for c in forms.choices[1:]:
-        at = names.shifted if sum(c.index) == spec.order else names.stopped
+        at = loc.shifted if sum(c.index) == spec.order else loc.stopped
         operands = ", ".join([*(at(a) for a in spec.args), *params])
-        target = names.partial(spec.args, c.index)
+        target = loc.partial(spec.args, c.index)
         lines.append(f"{target} = {names.partial_fn(spec.name, spec.args, c.index)}({operands})")
     return lines
 
@@ -167,9 +168,9 @@ def _context(forms: StableForms) -> dict:
             ["The gradient is the Taylor jet of the stable forms below, in t = x - x0 = 0."],
         ),
         "forward": [
-            *(f"{names.stopped(a)} = tf.stop_gradient({a})" for a in args),
+            *(f"{module_locals(spec).stopped(a)} = tf.stop_gradient({a})" for a in args),
             f"value = {names.partial_fn(spec.name, args, (0,) * len(args))}"
-            f"({', '.join([*map(names.stopped, args), *params])})",
+            f"({', '.join([*map(module_locals(spec).stopped, args), *params])})",
         ],
         "backward": _backward(forms),
         "functions": form_functions(forms, names.temp_prefix((*args, *params)), PRINTER),

@@ -1,0 +1,180 @@
+"""The generalization corpus (issue 13): build each expression at order 2, measure, report.
+
+In: benchmarks/corpus/dev.yaml and heldout.yaml (name, expr, args, optional domain and
+params, the failure kind 1-8 it exercises, why). Out: a table on stdout, per expression and
+in total: does the hogen op keep DESIGN's promise at orders 0-2, float32 and float64
+(mean <= 1.5 bits, p99 <= 8 bits, no failures, against the exact reference), does TF
+autodiff of the naive expression, the build time, and why not when it does not.
+With `--json PATH`, the same as data. Nothing in the repository is written: each spec is
+built into a temporary folder.
+
+Each expression runs in its own child process (build timed alone, then TensorFlow
+measurement on the paths of `--paths`, worst reported, as `hogen verify` does), killed at
+`--timeout` seconds so no expression can hang the run.
+
+    python benchmarks/corpus.py                      # both parts, 2000 points, -j 2
+    python benchmarks/corpus.py --part dev --samples 400 --only d_silu
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "benchmarks" / "corpus"
+PARTS = ("dev", "heldout")
+
+
+def load_entries(parts: tuple[str, ...], only: list[str] | None) -> list[dict]:
+    """The corpus entries of `parts`, each tagged with its part; `only` filters by name."""
+    entries = []
+    for part in parts:
+        for entry in yaml.safe_load((CORPUS / f"{part}.yaml").read_text(encoding="utf-8")):
+            if not only or entry["name"] in only:
+                entries.append({**entry, "part": part})
+    return entries
+
+
+def spec_text(entry: dict) -> str:
+    """The order-2 spec of one corpus entry, as YAML."""
+    spec = {"name": entry["name"], "args": entry["args"], "expr": entry["expr"], "order": 2}
+    if entry.get("params"):
+        spec["params"] = entry["params"]
+    if entry.get("domain"):
+        spec["domain"] = {k: [float(v) for v in r] for k, r in entry["domain"].items()}
+    return yaml.safe_dump(spec, sort_keys=False)
+
+
+def child(spec_path: str, out_dir: str, samples: int, status_path: str, paths: str) -> None:
+    """In a child process: build (timed), write the status, then measure with TensorFlow."""
+    sys.path.insert(0, str(ROOT))
+    status = Path(status_path)
+    from codegen.front.spec import load_spec
+    from codegen.pipeline import build
+
+    spec = load_spec(spec_path)
+    start = time.perf_counter()
+    source = build(spec)
+    result = {"built": True, "build_s": time.perf_counter() - start}
+    (Path(out_dir) / f"{spec.name}.py").write_text(source, encoding="utf-8")
+    status.write_text(json.dumps(result), encoding="utf-8")
+    from codegen.measure.verify import verify_spec
+
+    rows = verify_spec(spec, Path(out_dir), samples=samples, paths=tuple(paths.split(",")))
+    worst: dict[str, list] = {"hogen": [], "autodiff": []}
+    for r in rows:
+        f = r.figures
+        if not f.keeps_promise():
+            worst[r.tool].append(f"{r.partial}/{r.dtype[-2:]}:{f.mean_bits:.1f},{f.p99_bits:.0f}")
+            worst[r.tool][-1] += f",{f.failures}f" if f.failures else ""
+    result.update({tool: {"keeps": not bad, "broken": bad} for tool, bad in worst.items()})
+    status.write_text(json.dumps(result), encoding="utf-8")
+
+
+def run_one(entry: dict, samples: int, timeout: float, paths: str) -> dict:
+    """Build and measure one entry in a child process; the row of the report."""
+    with tempfile.TemporaryDirectory(prefix="hogen-corpus-") as tmp:
+        spec_path, status = Path(tmp) / f"{entry['name']}.yaml", Path(tmp) / "status.json"
+        spec_path.write_text(spec_text(entry), encoding="utf-8")
+        cmd = [sys.executable, __file__, "--child", str(spec_path), tmp, str(samples), str(status)]
+        cmd.append(paths)
+        env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONHASHSEED": "0"}
+        start = time.perf_counter()
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+            error = _last_line(proc.stderr) if proc.returncode else ""
+        except subprocess.TimeoutExpired:
+            error = f"timeout after {timeout:.0f} s"
+        result = json.loads(status.read_text()) if status.exists() else {"built": False}
+    result.setdefault("build_s", time.perf_counter() - start)
+    row = {k: entry[k] for k in ("name", "part", "kind", "expr")}
+    row.update(built=result["built"], build_s=round(result["build_s"], 2), error=error)
+    for tool in ("hogen", "autodiff"):
+        got = result.get(tool, {"keeps": False, "broken": []})
+        row[tool], row[f"{tool}_broken"] = got["keeps"], got["broken"]
+    return row
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1][:200] if lines else "failed"
+
+
+def _why(row: dict) -> str:
+    if row["error"]:
+        return ("build: " if not row["built"] else "measure: ") + row["error"]
+    return " ".join(row["hogen_broken"][:3])
+
+
+HEADER = f"{'expression':26} {'part':7} {'kind':4} {'hogen':5} {'tf ad':5} {'build s':>8}  why"
+
+
+def row_line(r: dict) -> str:
+    yes = {True: "yes", False: "NO"}
+    return (
+        f"{r['name']:26} {r['part']:7} {r['kind']:<4} {yes[r['hogen']]:5} "
+        f"{yes[r['autodiff']]:5} {r['build_s']:8.1f}  {'' if r['hogen'] else _why(r)}"
+    )
+
+
+def report(rows: list[dict]) -> str:
+    """The table, one line per expression, then totals per part."""
+    lines = [HEADER, *map(row_line, rows)]
+    for part in sorted({r["part"] for r in rows}):
+        lines.append(_totals(part, [r for r in rows if r["part"] == part]))
+    return "\n".join(lines)
+
+
+def _totals(part: str, rows: list[dict]) -> str:
+    times = [r["build_s"] for r in rows if r["built"]]
+    median = statistics.median(times) if times else float("nan")
+    return (
+        f"{part}: hogen keeps the promise {sum(r['hogen'] for r in rows)}/{len(rows)}, "
+        f"TF autodiff {sum(r['autodiff'] for r in rows)}/{len(rows)}, "
+        f"built {len(times)}/{len(rows)}, build s median {median:.1f} max "
+        f"{max(times, default=float('nan')):.1f}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--part", choices=(*PARTS, "all"), default="all")
+    parser.add_argument("--only", nargs="*", help="names of the entries to run")
+    parser.add_argument("--samples", type=int, default=2000, help="points per dtype")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per expression")
+    parser.add_argument("-j", "--jobs", type=int, default=2)
+    parser.add_argument(
+        "--paths", default="eager,function,xla", help="TF paths the hogen op is measured on"
+    )
+    parser.add_argument("--progress", action="store_true", help="rows on stderr as they end")
+    parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
+    args = parser.parse_args()
+    parts = PARTS if args.part == "all" else (args.part,)
+    entries = load_entries(parts, args.only)
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        futures = [pool.submit(run_one, e, args.samples, args.timeout, args.paths) for e in entries]
+        if args.progress:
+            for future in as_completed(futures):
+                print(row_line(future.result()), file=sys.stderr, flush=True)
+        rows = [f.result() for f in futures]
+    print(report(rows))
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 7 and sys.argv[1] == "--child":
+        child(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6])
+    else:
+        main()
