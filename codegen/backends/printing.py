@@ -96,3 +96,24 @@ SELECTS = {
     "where_greater": ("greater", ">"),
     "where_greater_equal": ("greater_equal", ">="),
 }
+# The masks of where conditions as operators, for the array backends (JAX, PyTorch) whose
+# arrays overload them; TensorFlow prints the tf.math functions of the same names.
+MASK_OPERATORS = {
+    "less": "<",
+    "less_equal": "<=",
+    "greater": ">",
+    "greater_equal": ">=",
+    "equal": "==",
+    "not_equal": "!=",
+    "logical_and": "&",
+    "logical_or": "|",
+}
+
+
+def mask_expr(op: str, a: list[str]) -> str | None:
+    """A mask step as an operator expression, or None if `op` is no mask."""
+    if op == "logical_not":
+        return f"~{a[0]}"
+    if op in MASK_OPERATORS:
+        return f"({a[0]} {MASK_OPERATORS[op]} {a[1]})"
+    return None

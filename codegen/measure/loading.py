@@ -9,6 +9,7 @@ which each framework interprets (`run`) with its own ops for the "autodiff" colu
 from __future__ import annotations
 
 import importlib.util
+import operator
 from pathlib import Path
 
 from codegen.front.spec import Spec
@@ -40,3 +41,17 @@ def naive_program(spec: Spec) -> Program:
     """The spec's `expr`, params substituted by their defaults, lowered as one program."""
     values = {s: v for s, (_, v) in zip(spec.param_symbols, spec.params)}
     return lower([spec.expr.subs(values)], {s: s.name for s in spec.arg_symbols})
+
+
+# Where conditions' masks, by the operators JAX arrays and torch tensors both overload.
+MASK_STEPS = {
+    "less": operator.lt,
+    "less_equal": operator.le,
+    "greater": operator.gt,
+    "greater_equal": operator.ge,
+    "equal": operator.eq,
+    "not_equal": operator.ne,
+    "logical_and": operator.and_,
+    "logical_or": operator.or_,
+    "logical_not": operator.invert,
+}

@@ -47,6 +47,10 @@ _STEPS = {
     "where_less_equal": lambda a, b, c, d: jnp.where(a <= b, c, d),
     "where_greater": lambda a, b, c, d: jnp.where(a > b, c, d),
     "where_greater_equal": lambda a, b, c, d: jnp.where(a >= b, c, d),
+    "select": jnp.where,
+    "polygamma": lambda n, x: jax.lax.polygamma(jnp.full_like(x, n), x),
+    "atan2": jnp.arctan2,
+    **loading.MASK_STEPS,
 }
 
 

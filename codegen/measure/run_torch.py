@@ -53,6 +53,10 @@ _STEPS = {
     "where_greater": lambda a, b, c, d: torch.where(a > b, c, d),
     "where_greater_equal": lambda a, b, c, d: torch.where(a >= b, c, d),
     "softplus": _softplus,
+    "select": torch.where,
+    "polygamma": lambda n, x: torch.special.polygamma(int(n), x),
+    "atan2": torch.atan2,
+    **loading.MASK_STEPS,
 }
 
 

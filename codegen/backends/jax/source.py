@@ -27,6 +27,10 @@ _NAMES = {
     "erfc": "jax.lax.erfc",
     "sigmoid": "jax.nn.sigmoid",
     "softplus": "jax.nn.softplus",
+    "lgamma": "jax.lax.lgamma",
+    "digamma": "jax.lax.digamma",
+    "erfinv": "jax.lax.erf_inv",
+    "round": "jnp.round",
 }
 _BINARY = {
     "add": "jnp.add",
@@ -36,6 +40,7 @@ _BINARY = {
     "maximum": "jnp.maximum",
     "minimum": "jnp.minimum",
     "pow": "jnp.power",
+    "atan2": "jnp.arctan2",
 }
 _UNARY = {
     "neg": "jnp.negative",
@@ -47,7 +52,9 @@ _UNARY = {
 
 def function_name(op: str) -> str:
     """The JAX callable for a function of the grammar, e.g. `jax.nn.sigmoid`."""
-    return _NAMES.get(op, "jnp." + ALL_FUNCTIONS[op].tf_name.rsplit(".", 1)[-1])
+    if op in _NAMES:
+        return _NAMES[op]
+    return "jnp." + ALL_FUNCTIONS[op].tf_name.rsplit(".", 1)[-1]
 
 
 def _binary(op: str, a: list[str], constant_first: bool) -> str:
@@ -85,6 +92,13 @@ def jax_expr(op: str, operands, rename) -> str:
         return zero if operands[1] == 0.0 else f"jnp.add({zero}, {a[1]})"
     if op in printing.SELECTS:
         return f"jnp.where({a[0]} {printing.SELECTS[op][1]} {a[1]}, {a[2]}, {a[3]})"
+    mask = printing.mask_expr(op, a)
+    if mask is not None:
+        return mask
+    if op == "select":  # a where condition's mask
+        return f"jnp.where({a[0]}, {a[1]}, {a[2]})"
+    if op == "polygamma":  # the order is a literal integer
+        return f"jax.lax.polygamma(jnp.full_like({a[1]}, {float(operands[0])!r}), {a[1]})"
     return f"{function_name(op)}({a[0]})"
 
 

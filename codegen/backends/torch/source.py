@@ -17,7 +17,10 @@ from codegen.backends.printing import operand
 from codegen.front.functions import ALL_FUNCTIONS
 from codegen.lower import Program
 
-_NAMES = {"softplus": "_softplus"}  # functions whose PyTorch name is not torch.<TF's name>
+_NAMES = {  # functions whose PyTorch name is not torch.<TF's name>
+    "softplus": "_softplus",
+    "round": "torch.round",
+}
 _BINARY = {
     "add": "torch.add",
     "sub": "torch.sub",
@@ -26,6 +29,7 @@ _BINARY = {
     "maximum": "torch.maximum",
     "minimum": "torch.minimum",
     "pow": "torch.pow",
+    "atan2": "torch.atan2",
 }
 _UNARY = {
     "neg": "torch.neg",
@@ -79,6 +83,13 @@ def torch_expr(op: str, operands, rename) -> str:
         return zero if operands[1] == 0.0 else f"torch.add({zero}, {a[1]})"
     if op in printing.SELECTS:
         return f"torch.where({a[0]} {printing.SELECTS[op][1]} {a[1]}, {a[2]}, {a[3]})"
+    mask = printing.mask_expr(op, a)
+    if mask is not None:
+        return mask
+    if op == "select":  # a where condition's mask
+        return f"torch.where({a[0]}, {a[1]}, {a[2]})"
+    if op == "polygamma":  # the order is a literal integer
+        return f"torch.special.polygamma({int(operands[0])}, {a[1]})"
     return f"{function_name(op)}({a[0]})"
 
 
