@@ -34,6 +34,16 @@ def _collect_exp(expr: sp.Expr) -> sp.Expr | None:
     return sp.Add(*[sp.factor(sp.cancel(coeff)) * key for key, coeff in collected.items()])
 
 
+HYPERBOLIC = (sp.tanh, sp.sinh, sp.cosh)
+
+
+def _as_exp(expr: sp.Expr) -> sp.Expr:
+    """tanh(u) as 2*sigmoid(2u) - 1, sinh and cosh in exp: the sigmoid rules and forms can
+    then cancel `1 - tanh(u)` into `2*sigmoid(-2u)`, which no closed tanh form computes."""
+    with_sigmoid = expr.replace(sp.tanh, lambda u: 2 * sigmoid(2 * u) - 1)
+    return with_sigmoid.rewrite([sp.sinh, sp.cosh], sp.exp)
+
+
 def _algebraic_variants(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
     """expr, and SymPy's rewrites of it, each given `VARIANT_SECONDS` (skipped past them)."""
     steps = [("cancel", sp.cancel), ("factor", sp.factor)]
@@ -45,6 +55,8 @@ def _algebraic_variants(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
         form = bounded(VARIANT_SECONDS, None, step, expr)
         if form is not None:
             variants.append((label, form))
+    if expr.has(*HYPERBOLIC):  # written in exp and sigmoid, hyperbolics get sigmoid forms
+        variants += [(f"{label}+as exp", _as_exp(form)) for label, form in variants]
     return variants
 
 
