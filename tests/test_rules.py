@@ -122,6 +122,13 @@ CASES: dict[str, Case] = {
         ),
         untouched=(sp.log(sp.erf(x)), sp.log(x + sp.erfc(x)), sp.erfc(x)),
     ),
+    "pow_log1p": Case(
+        rewrites=(
+            ((1 + x) ** y, sp.exp(y * log1p(x))),
+            ((1 + x / 2) ** (2 * y), sp.exp(2 * y * log1p(x / 2))),
+        ),
+        untouched=((1 + x) ** 3, (2 + x) ** y, x**y),
+    ),
     "erfc_exp": Case(
         rewrites=(
             (sp.exp(-(x**2)) / sp.erfc(x), 1 / erfcx(x)),
@@ -263,6 +270,7 @@ UNSTABLE_AT = {
     "log_cosh": (sp.log(sp.cosh(x)), (800.0,)),
     "log_erfc": (sp.log(sp.erfc(x)), (30.0,)),
     "erfc_exp": (sp.exp(-(x**2)) / sp.erfc(x), (30.0,)),
+    "pow_log1p": ((1 + x) ** y, (1e-20, 1e20)),
     "hypot_const": (1 / sp.sqrt(x**2 + 1), (1e200,)),
     "inverse_hyperbolic": (sp.log(x + sp.sqrt(x**2 + 1)), (-1e10,)),
 }

@@ -8,9 +8,10 @@ truncated at several lengths. Like the Taylor series at 0 they are approximation
 They repair what no exact rewrite can in the tails: products of 0 and inf
 (`exp(x**2/2)*erfc(x/sqrt(2))`), intermediates that overflow while the result is modest
 (`x**2/sqrt(x**4 + 1)`), and differences that cancel completely (`sqrt(x**2 + x) - x`,
-`x*log(1 + 1/x)`). A series term is `c*x**p`, optionally times powers of `log(x)`; an
-expansion with anything else (SymPy's `I` for a log of a negative number, `exp` terms,
-an unexpanded `Order`) is not offered.
+`x*log(1 + 1/x)`). A series term is `c*x**p`, optionally times powers of `log(x)`, with c
+free of x (a number or an expression in the params); an expansion with anything else
+(SymPy's `I` for a log of a negative number, `exp` terms, an unexpanded `Order`) is not
+offered.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import math
 
 import sympy as sp
 
+from codegen.judge.accuracy import plain
+from codegen.stabilize.rules import STABLE_RULES, apply_rules
 from codegen.timebound import time_limit
 
 ORDER = 20  # SymPy's n: terms up to x**-19 beyond the leading one
@@ -26,10 +29,18 @@ TRUNCATIONS = (1, 2, 4, 8, 16)
 SECONDS = 3.0  # CPU seconds per expansion; past them the side gets no candidates
 
 
+# erfc written through erfcx, whose expansion at +oo SymPy then finds (1/erfc(x) has none)
+_SCALED = tuple(r for r in STABLE_RULES if r.name in ("erfc_exp", "log_erfc"))
+
+
 def _expansion(expr: sp.Expr, arg: sp.Symbol, point) -> sp.Expr | None:
+    """The expansion at +oo, in x; at -oo, of f(-y) at +oo, in y = -x (SymPy expands at +oo
+    more often, and logs of y need no I)."""
+    flip = point is not sp.oo
+    prepared = apply_rules(plain(expr.subs(arg, -arg) if flip else expr), _SCALED)[0]
     try:
         with time_limit(SECONDS):
-            series = sp.series(expr, arg, point, ORDER).removeO()
+            series = sp.series(prepared, arg, sp.oo, ORDER).removeO()
     except Exception:  # noqa: BLE001 - SymPy raises many kinds for series it cannot do
         return None
     series = sp.expand(series.subs(sp.log(1 / arg), -sp.log(arg)))
@@ -39,9 +50,10 @@ def _expansion(expr: sp.Expr, arg: sp.Symbol, point) -> sp.Expr | None:
 
 
 def _power(term: sp.Expr, arg: sp.Symbol) -> tuple[sp.Expr, int] | None:
-    """(p, q) of a term c*x**p*log(x)**q with a numeric c, or None for any other term."""
+    """(p, q) of a term c*x**p*log(x)**q with c free of x (a number or an expression in the
+    spec's params), or None for any other term."""
     coeff, power = term.as_independent(arg, as_Add=False)
-    if not coeff.is_number:
+    if coeff.has(arg):
         return None
     p, q = sp.S.Zero, 0
     for factor in sp.Mul.make_args(power):
@@ -57,28 +69,28 @@ def _power(term: sp.Expr, arg: sp.Symbol) -> tuple[sp.Expr, int] | None:
     return p, q
 
 
-def _terms_by_size(series: sp.Expr, arg: sp.Symbol) -> list[sp.Expr] | None:
-    """The terms, largest power of x first (log factors break ties after their power)."""
-    keyed = []
+def _terms_by_size(series: sp.Expr, arg: sp.Symbol) -> list[tuple[sp.Expr, int, sp.Expr]] | None:
+    """(p, q, c) of the terms c*x**p*log(x)**q, like powers summed, largest first."""
+    coeffs: dict[tuple[sp.Expr, int], sp.Expr] = {}
     for term in sp.Add.make_args(series):
         power = _power(term, arg)
         if power is None:
             return None
-        keyed.append((-power[0], -power[1], sp.default_sort_key(term), term))
-    return [term for *_, term in sorted(keyed, key=lambda k: k[:3])]
+        coeffs[power] = coeffs.get(power, sp.S.Zero) + term.as_independent(arg, as_Add=False)[0]
+    keys = sorted(coeffs, key=lambda k: (-k[0], -k[1]))
+    return [(p, q, coeffs[p, q]) for p, q in keys if coeffs[p, q] != 0]
 
 
-def _nested(terms: list[sp.Expr], arg: sp.Symbol) -> sp.Expr:
-    """Terms c_i*x**p_i with integer p_i and no logs written in Horner form in 1/x, the
-    leading power split in two around the sum."""
-    powers = [_power(t, arg)[0] for t in terms]
-    if any(_power(t, arg)[1] for t in terms) or not all(p.is_Integer for p in powers):
-        return sp.Add(*terms)
-    top = max(powers)
+def _nested(terms: list[tuple[sp.Expr, int, sp.Expr]], arg: sp.Symbol) -> sp.Expr:
+    """The sum of the terms; without logs and with integer powers in Horner form in 1/x,
+    the leading power split in two around the sum."""
+    if any(q for _, q, _ in terms) or not all(p.is_Integer for p, _, _ in terms):
+        return sp.Add(*(c * arg**p * sp.log(arg) ** q for p, q, c in terms))
+    top = max(p for p, _, _ in terms)
     t = sp.Dummy("t")
-    poly = sum(term.as_independent(arg)[0] * t ** int(top - p) for term, p in zip(terms, powers))
-    nested = sp.horner(poly, t) if poly.free_symbols else poly
-    inner = nested.subs(t, sp.UnevaluatedExpr(1 / arg)) if poly.free_symbols else nested
+    poly = sum(c * t ** int(top - p) for p, _, c in terms)
+    nested = sp.horner(poly, t) if poly.has(t) else poly
+    inner = nested.subs(t, sp.UnevaluatedExpr(1 / arg)) if poly.has(t) else nested
     if top >= -1:
         return inner if top == 0 else arg**top * inner
     # x**-6*c as x**-3*(c*x**-3): x**-6 alone is subnormal, flushed to 0, where the result
@@ -97,5 +109,9 @@ def asymptotic_forms(expr: sp.Expr, arg: sp.Symbol, domain) -> list[tuple[str, s
         if not terms:
             continue
         lengths = sorted({min(n, len(terms)) for n in TRUNCATIONS})
-        out += [(f"series {name}<{n}>", _nested(terms[:n], arg)) for n in lengths]
+        sign = 1 if point is sp.oo else -1  # the -inf expansion is in y = -x
+        out += [
+            (f"series {name}<{n}>", _nested(terms[:n], arg).subs(arg, sign * arg))
+            for n in lengths
+        ]
     return out

@@ -51,6 +51,16 @@ def _log1p(node):
     return None
 
 
+def _pow_log1p(node):
+    """(1 + u)**a -> exp(a*log1p(u)) for an exponent that is not a number: 1 + u rounds to 1
+    for tiny u, and pow(1, a) is 1 whatever a is."""
+    if node.is_Pow and node.base.is_Add and not node.exp.is_number:
+        constant, rest = _split_constant(node.base)
+        if constant == 1 and rest != 0:
+            return sp.exp(node.exp * log1p(rest))
+    return None
+
+
 def _expm1(node):
     for constant, others, coeff, factor in _constant_terms(node):
         if factor.func is sp.exp and coeff == -constant:
@@ -233,6 +243,7 @@ def _log_cosh(node):
 STABLE_RULES: tuple[Rule, ...] = (
     Rule("log1p", "log(1 + u) = log1p(u)", _log1p),
     Rule("expm1", "exp(u) - 1 = expm1(u)", _expm1),
+    Rule("pow_log1p", "(1 + u)**a = exp(a*log1p(u))", _pow_log1p),
     Rule("softplus", "log1p(exp(u)) = softplus(u)", _softplus),
     Rule("sigmoid", "1/(1 + exp(v))**n = sigmoid(-v)**n", _sigmoid_of_reciprocal),
     Rule("exp_sigmoid", "exp(v)*sigmoid(-v) = sigmoid(v)", _exp_times_sigmoid),
