@@ -42,9 +42,7 @@ _BOUND = {"maximum": "min", "minimum": "max"}  # torch.clamp's keyword for a con
 
 def function_name(op: str) -> str:
     """The PyTorch callable for a function of the grammar, e.g. `torch.sigmoid`."""
-    if op in _NAMES:
-        return _NAMES[op]
-    return "torch." + ALL_FUNCTIONS[op].tf_name.rsplit(".", 1)[-1]
+    return _NAMES.get(op, "torch." + ALL_FUNCTIONS[op].tf_name.rsplit(".", 1)[-1])
 
 
 def _binary(op: str, a: list[str], operands) -> str:
