@@ -92,6 +92,9 @@ class _Builder:
 
 
 def _const(value: sp.Expr) -> float:
+    """A number as a float; an UnevaluatedExpr inside it (which `sp.N` leaves alone) opened."""
+    if value.has(sp.UnevaluatedExpr):
+        value = value.replace(lambda n: isinstance(n, sp.UnevaluatedExpr), lambda n: n.args[0])
     return float(sp.N(value, 30))
 
 

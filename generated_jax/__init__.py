@@ -9,6 +9,7 @@ from .huber import huber
 from .hypot import hypot
 from .log1pexp import log1pexp
 from .log_cosh import log_cosh
+from .log_ndtr import log_ndtr
 from .log_sigmoid import log_sigmoid
 from .logaddexp import logaddexp
 from .logit import logit
@@ -17,7 +18,9 @@ from .sigmoid import sigmoid
 from .silu import silu
 from .sinc import sinc
 from .softplus_beta import softplus_beta
+from .student_t_logpdf import student_t_logpdf
 from .xlogx import xlogx
+from .xlogy import xlogy
 
 __all__ = [
     "elu",
@@ -27,6 +30,7 @@ __all__ = [
     "hypot",
     "log1pexp",
     "log_cosh",
+    "log_ndtr",
     "log_sigmoid",
     "logaddexp",
     "logit",
@@ -35,5 +39,7 @@ __all__ = [
     "silu",
     "sinc",
     "softplus_beta",
+    "student_t_logpdf",
     "xlogx",
+    "xlogy",
 ]

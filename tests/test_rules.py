@@ -122,12 +122,21 @@ CASES: dict[str, Case] = {
         ),
         untouched=(sp.log(sp.erf(x)), sp.log(x + sp.erfc(x)), sp.erfc(x)),
     ),
-    "erfc_quotient": Case(
+    "pow_log1p": Case(
+        rewrites=(
+            ((1 + x) ** y, sp.exp(y * log1p(x))),
+            ((1 + x / 2) ** (2 * y), sp.exp(2 * y * log1p(x / 2))),
+        ),
+        untouched=((1 + x) ** 3, (2 + x) ** y, x**y),
+    ),
+    "erfc_exp": Case(
         rewrites=(
             (sp.exp(-(x**2)) / sp.erfc(x), 1 / erfcx(x)),
             (y * sp.exp(-(x**2) + y) / sp.erfc(x) ** 2, y * sp.exp(x**2 + y) / erfcx(x) ** 2),
+            (sp.exp(x**2 / 2) * sp.erfc(x / sp.sqrt(2)), erfcx(x / sp.sqrt(2))),
+            (sp.exp(x) * sp.erfc(x), sp.exp(x - x**2) * erfcx(x)),
         ),
-        untouched=(1 / sp.erfc(x), sp.exp(x) * sp.erfc(x), sp.exp(x) / (1 + sp.erfc(x))),
+        untouched=(1 / sp.erfc(x), sp.erfc(x) ** 2, sp.exp(x) / (1 + sp.erfc(x))),
     ),
     "hypot_const": Case(
         rewrites=(
@@ -260,7 +269,8 @@ UNSTABLE_AT = {
     "hypot": (sp.sqrt(x**2 + y**2), (1e200, 1e200)),
     "log_cosh": (sp.log(sp.cosh(x)), (800.0,)),
     "log_erfc": (sp.log(sp.erfc(x)), (30.0,)),
-    "erfc_quotient": (sp.exp(-(x**2)) / sp.erfc(x), (30.0,)),
+    "erfc_exp": (sp.exp(-(x**2)) / sp.erfc(x), (30.0,)),
+    "pow_log1p": ((1 + x) ** y, (1e-20, 1e20)),
     "hypot_const": (1 / sp.sqrt(x**2 + 1), (1e200,)),
     "inverse_hyperbolic": (sp.log(x + sp.sqrt(x**2 + 1)), (-1e10,)),
 }

@@ -10,6 +10,7 @@ The TensorFlow tests check the model against XLA itself.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import sympy as sp
 from conftest_tf import tf
 
@@ -74,3 +75,30 @@ def test_a_reciprocal_square_root_factor_is_multiplied_not_divided_by():
     inputs["c"] = np.array([1e30], np.float32)  # b*sqrt(c) = 1e10 but (a/b) = 1e35 is finite
     for path in PATHS:
         np.testing.assert_allclose(run(program, inputs, "float32", path)[0], [1e20], rtol=1e-6)
+
+
+# a / exp(b) and a / pow(b, 1.5) are normal float32 numbers; exp(-b) and pow(b, -1.5) are not.
+RECIPROCAL_CASES = {
+    "exp": (sp.exp(B), 1e10, 88.5),
+    "pow": (B ** sp.Rational(3, 2), 1e10, 2e25),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RECIPROCAL_CASES))
+def test_a_division_by_exp_or_pow_becomes_a_product_under_xla(name):
+    den, a_value, b_value = RECIPROCAL_CASES[name]
+    program = lower([sp.Mul(A, sp.Pow(den, -1, evaluate=False), evaluate=False)], NAMES)
+    inputs = {"a": np.full(8, a_value, np.float32), "b": np.full(8, b_value, np.float32)}
+    inputs["c"] = np.ones(8, np.float32)
+    eager = run(program, inputs, "float32", "eager")[0]
+    mirror = run(program, inputs, "float32", "xla")[0]
+    exact = a_value / float(sp.N(den.subs(B, b_value), 30))
+    np.testing.assert_allclose(eager, exact, rtol=1e-6)
+    assert mirror[0] == 0.0
+
+    def quotient(a, b):
+        return a / (tf.math.exp(b) if name == "exp" else tf.math.pow(b, 1.5))
+
+    a, b = tf.constant(inputs["a"]), tf.constant(inputs["b"])
+    assert tf.function(quotient, jit_compile=True)(a, b).numpy()[0] == 0.0  # XLA itself
+    np.testing.assert_allclose(quotient(a, b).numpy(), exact, rtol=1e-6)

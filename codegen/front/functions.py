@@ -120,6 +120,24 @@ class erfcx(sp.Function):  # noqa: N801
     def _eval_is_positive(self):
         return True if self.args[0].is_real else None
 
+    def _eval_aseries(self, n, args0, x, logx):
+        """At +oo: 1/(z sqrt(pi)) sum_k (-1)**k (2k-1)!!/(2 z**2)**k, as SymPy's erfc has."""
+        z = self.args[0]
+        if args0[0] is not sp.oo:
+            return super()._eval_aseries(n, args0, x, logx)
+        try:
+            _, ex = z.leadterm(x)
+        except (ValueError, NotImplementedError):
+            return self
+        if not (-ex).is_positive:
+            return super()._eval_aseries(n, args0, x, logx)
+        terms = int(sp.ceiling(n / -ex))
+        series = [
+            sp.S.NegativeOne**k * sp.factorial2(2 * k - 1) / (z ** (2 * k + 1) * 2**k)
+            for k in range(terms)
+        ]
+        return sp.Add(*series, sp.Order(1 / z ** (2 * terms + 1), x)) / sp.sqrt(sp.pi)
+
 
 def _erfcx(u: float) -> float:
     import mpmath

@@ -28,6 +28,7 @@ import math
 import os
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,8 +65,9 @@ P99_LIMIT = 8.0
 _SPECIALS = (0.0, 1.0, -1.0, 20.0, -20.0, 40.0, -40.0, 88.0, -88.0, 100.0, -100.0, 700.0, -700.0)
 _FORMAT = {"float32": (24, -126, 127), "float64": (53, -1022, 1023)}  # precision, emin, emax
 _START_PREC, _MAX_PREC = 64, 2**14
-_CACHE_VERSION = b"hogen-accuracy-2"
+_CACHE_VERSION = b"hogen-accuracy-3"  # 3: erfc past 1e4 through erfcx
 LIMIT_SECONDS = 3.0  # SymPy's limit at a point where an operand is 0 (x/x, sin(x)/x)
+LIMITS_BUDGET_SECONDS = 20.0  # all limits of one reference call, CPU time
 
 
 @dataclass(frozen=True)
@@ -235,6 +237,14 @@ def _erfcx(u):
     return (u * u).exp() * u.erfc()
 
 
+def _erfc(u):
+    """erfc(u); past 1e4 as erfcx(u)*exp(-u**2): arb's own erfc keeps only about 16 bits
+    there, whatever the precision, and log_ndtr's tail lives there."""
+    if u > 10**4:
+        return _erfcx(u) * (-(u * u)).exp()
+    return u.erfc()
+
+
 def _method(name: str):
     return lambda u: getattr(u, name)()
 
@@ -258,7 +268,6 @@ _ARB_FUNCS = {
         "acosh",
         "atanh",
         "erf",
-        "erfc",
         "log1p",
         "expm1",
     )
@@ -275,6 +284,7 @@ _ARB_FUNCS = {
     "polygamma": lambda n, u: _polygamma(n, u),
     "atan2": lambda y, x: flint.arb.atan2(y, x),
     "erfcx": _erfcx,
+    "erfc": _erfc,
 }
 _OVERFLOWS = frozenset({"exp", "expm1", "sinh", "cosh", "erfcx"})
 _OUTSIDE = {  # true where the operand surely lies outside the function's real domain
@@ -482,12 +492,15 @@ def _evaluate(
         todo = [i for i in todo if status[i] in ("again", "undefined", "overflow")]
         prec *= 2
     if len(symbols) == 1:
+        deadline = time.process_time() + LIMITS_BUDGET_SECONDS
         for i in (i for i, s in enumerate(status) if s in ("zero", "undefined")):
+            if time.process_time() > deadline:
+                break  # the rest are not scored: no build waits on SymPy point by point
             out[i] = _limit_value(expr, symbols[0], rows[i][0], dtype)
     return out.astype(dtype)
 
 
-def _plain(expr: sp.Expr) -> sp.Expr:
+def plain(expr: sp.Expr) -> sp.Expr:
     """`expr` in functions SymPy's `limit` knows."""
     return (
         expr.replace(sigmoid, lambda u: 1 / (1 + sp.exp(-u)))
@@ -502,7 +515,7 @@ def _limit(expr: sp.Expr, x: sp.Symbol, at: sp.Rational) -> sp.Expr | None:
     """The limit of expr as x -> at, if both sides agree and it is finite."""
     try:
         with time_limit(LIMIT_SECONDS):
-            sides = {sp.limit(_plain(expr), x, at, d) for d in ("+", "-")}
+            sides = {sp.limit(plain(expr), x, at, d) for d in ("+", "-")}
     except (NotImplementedError, ValueError, ArithmeticError, TypeError, SymPyTimeout):
         return None  # no limit found in time: the point is not scored
     lim = sides.pop()

@@ -8,9 +8,10 @@ TensorFlow; this module only has to rank candidates the same way.
 
 `PATHS` are the ways TensorFlow may run the same program: "eager" op by op,
 and "xla", whose algebraic simplifier reassociates divisions before it
-compiles (`A/B/C` becomes `A/(B*C)` and `A/(B/C)` becomes `(A*C)/B`), which
-overflows or underflows where `B*C` or `A*C` leaves the float range although
-every step of the program stays inside it.
+compiles (`A/B/C` becomes `A/(B*C)`, `A/(B/C)` becomes `(A*C)/B`, `A/exp(B)` becomes
+`A*exp(-B)` and `A/pow(B, C)` becomes `A*pow(B, -C)`), which overflows or underflows where
+`B*C`, `A*C`, `exp(-B)` or `pow(B, -C)` leaves the float range although every step of the
+program stays inside it.
 """
 
 from __future__ import annotations
@@ -61,7 +62,36 @@ def _xla_division(step, producers: dict, values: dict, dtype) -> np.ndarray | No
         b, c = (_value(o, values, dtype) for o in inner_den.operands)
         product = _apply("mul", [_value(num, values, dtype), c], dtype)
         return _apply("div", [product, b], dtype)
+    if inner_den is not None and inner_den.op in ("exp", "pow"):
+        return _xla_reciprocal_power(_value(num, values, dtype), inner_den, values, dtype)
     return None
+
+
+def rewritten_under_xla(program: Program) -> bool:
+    """True if XLA's division rewrites (`_xla_division`) may touch a step of `program`: only
+    then can the "xla" path differ from "eager"."""
+    producers = {step.target: step.op for step in program.steps}
+    for step in program.steps:
+        if step.op != "div":
+            continue
+        num, den = (producers.get(o) if isinstance(o, str) else None for o in step.operands)
+        if num == "div" or den in ("div", "exp", "pow"):
+            return True
+    return False
+
+
+def _xla_reciprocal_power(a: np.ndarray, den, values: dict, dtype) -> np.ndarray | None:
+    """a/exp(b) -> a*exp(-b) and a/pow(b, c) -> a*pow(b, -c), as XLA rewrites them: exp(-b)
+    or pow(b, -c) is flushed to 0 where it is subnormal, though a/exp(b) is a normal number.
+    (pow with the exponents 0, 1, 2 and -1 XLA turns into arithmetic first.)"""
+    operands = [_value(o, values, dtype) for o in den.operands]
+    if den.op == "exp":
+        return _apply("mul", [a, _apply("exp", [np.negative(operands[0])], dtype)], dtype)
+    exponent = den.operands[1]
+    if isinstance(exponent, str) or float(exponent) in (0.0, 1.0, 2.0, -1.0):
+        return None
+    power = _apply("pow", [operands[0], np.negative(operands[1])], dtype)
+    return _apply("mul", [a, power], dtype)
 
 
 def run(

@@ -53,11 +53,20 @@ SLICES: dict[str, Slice] = {
     "hypot": Slice("x > 0, with y = x/2", lambda x: (x, x / 2), scale="log", octaves=None),
     "logaddexp": Slice("x, with y = 0.5", lambda x: (x, np.full_like(x, 0.5))),
     "logit": Slice("p", lambda p: (p,), scale="logit", octaves=(1, 60)),
+    "xlogy": Slice(
+        "y > 0, with x = 1.5", lambda y: (np.full_like(y, 1.5), y), scale="log", octaves=None
+    ),
 }
 
 
 def line_of(spec: Spec) -> Slice:
-    return SLICES.get(spec.name, _ALONG_X)
+    """The op's line; for an op of several args without one, the diagonal (every arg = x)."""
+    if spec.name in SLICES:
+        return SLICES[spec.name]
+    if len(spec.args) > 1:
+        n = len(spec.args)
+        return Slice("x, every arg equal to x", lambda x: (x,) * n)
+    return _ALONG_X
 
 
 def _grid(spec: Spec, line: Slice, dtype: str) -> np.ndarray:

@@ -56,6 +56,7 @@ BUILTINS: dict[str, Builtin] = {
         "`math_ops.cast(0.7071067811865476, dtype)`, a float32 constant cast up.",
     ),
     "xlogx": Builtin("tf.math.xlogy(x, x)", lambda x: tf.math.xlogy(x, x)),
+    "xlogy": Builtin("tf.math.xlogy(x, y)", lambda x, y: tf.math.xlogy(x, y)),
     "softplus_beta": Builtin(
         "tf.nn.softplus(beta * x) / beta", lambda x, beta: tf.nn.softplus(x * beta) / beta
     ),

@@ -34,6 +34,16 @@ def _collect_exp(expr: sp.Expr) -> sp.Expr | None:
     return sp.Add(*[sp.factor(sp.cancel(coeff)) * key for key, coeff in collected.items()])
 
 
+HYPERBOLIC = (sp.tanh, sp.sinh, sp.cosh)
+
+
+def _as_exp(expr: sp.Expr) -> sp.Expr:
+    """tanh(u) as 2*sigmoid(2u) - 1, sinh and cosh in exp: the sigmoid rules and forms can
+    then cancel `1 - tanh(u)` into `2*sigmoid(-2u)`, which no closed tanh form computes."""
+    with_sigmoid = expr.replace(sp.tanh, lambda u: 2 * sigmoid(2 * u) - 1)
+    return with_sigmoid.rewrite([sp.sinh, sp.cosh], sp.exp)
+
+
 def _algebraic_variants(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
     """expr, and SymPy's rewrites of it, each given `VARIANT_SECONDS` (skipped past them)."""
     steps = [("cancel", sp.cancel), ("factor", sp.factor)]
@@ -45,6 +55,8 @@ def _algebraic_variants(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
         form = bounded(VARIANT_SECONDS, None, step, expr)
         if form is not None:
             variants.append((label, form))
+    if expr.has(*HYPERBOLIC):  # written in exp and sigmoid, hyperbolics get sigmoid forms
+        variants += [(f"{label}+as exp", _as_exp(form)) for label, form in variants]
     return variants
 
 
@@ -147,6 +159,61 @@ def reciprocal_forms(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
     return [] if form == expr else [("reciprocal powers", form)]
 
 
+MAX_SPREAD_POWER = 8
+
+
+def _spread(node: sp.Expr) -> sp.Expr:
+    """c*b**k (integer |k| >= 2) as ((c*b)*b)... or ((c/b)/b)...: one factor at a time."""
+    powers = [
+        f
+        for f in node.args
+        if f.is_Pow
+        and f.exp.is_Integer
+        and 2 <= abs(f.exp) <= MAX_SPREAD_POWER
+        and not f.base.is_number
+    ]
+    rest = [f for f in node.args if f not in powers]
+    if not powers or not rest:
+        return node
+    product = sp.Mul(*rest)
+    for power in powers:
+        unit = power.base if power.exp > 0 else sp.UnevaluatedExpr(1 / power.base)
+        for _ in range(abs(int(power.exp))):
+            product = (product if product.is_number else sp.UnevaluatedExpr(product)) * unit
+    return product
+
+
+def _paired(node: sp.Expr) -> sp.Expr:
+    """a**k * b**-k -> (a/b)**k: a**k and b**k overflow where their ratio does not."""
+    ups = {f.exp: f.base for f in node.args if f.is_Pow and f.exp.is_Integer and f.exp > 1}
+    for f in node.args:
+        if f.is_Pow and f.exp.is_Integer and -f.exp in ups and not f.base.is_number:
+            top = ups[-f.exp]
+            rest = [g for g in node.args if g is not f and g != top**-f.exp]
+            return sp.Mul(*rest, sp.UnevaluatedExpr(top / f.base) ** (-f.exp))
+    return node
+
+
+def ratio_forms(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
+    """Products a**k/b**k written (a/b)**k: x**2/(1 + e*x)**2 stays finite for huge x."""
+    try:
+        form = expr.replace(lambda n: n.is_Mul, _paired)
+    except RecursionError:
+        return []
+    return [] if form == expr else [("paired powers", form)]
+
+
+def spread_forms(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
+    """Products with a power, c*x**-2, multiplied out one factor at a time, (c/x)/x: near the
+    ends of the float range x**-2 overflows or underflows (and flushes to 0) where the
+    product is a normal number."""
+    try:
+        form = expr.replace(lambda n: n.is_Mul, _spread)
+    except RecursionError:
+        return []
+    return [] if form == expr else [("spread powers", form)]
+
+
 def sigmoid_forms(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
     """Write a function rational in exp(u) as a rational function of sigmoid(u) and sigmoid(-u).
 
@@ -203,6 +270,8 @@ def candidates(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[str, sp
         raw += [(f"{label}+{name}", form) for name, form in absorbed_forms(variant)]
         raw += [(f"{label}+{name}", form) for name, form in reciprocal_forms(variant)]
         raw += [(f"{label}+{name}", form) for name, form in conjugate_forms(variant)]
+        raw += [(f"{label}+{name}", form) for name, form in spread_forms(variant)]
+        raw += [(f"{label}+{name}", form) for name, form in ratio_forms(variant)]
     seen: set[str] = set()
     out: list[tuple[str, sp.Expr]] = []
     for label, form in raw:

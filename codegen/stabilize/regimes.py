@@ -119,7 +119,8 @@ def best_regimes(tried, bits: dict, points: dict, arg) -> RegimeChoice | None:
     """The best piecewise combination of the measured candidates, or None."""
     ranked = sorted(tried, key=lambda c: sum(np.nansum(bits[c.label][d]) for d in points))
     labels = [c.label for c in ranked[:MAX_FORMS]]
-    labels += [c.label for c in ranked[MAX_FORMS:] if c.label == "series zero"]
+    # Series are accurate only near their point, so their totals rank them last: all join.
+    labels += [c.label for c in ranked[MAX_FORMS:] if c.label.startswith("series")]
     forms = {c.label: c.form for c in ranked}
     x, cost = _merged(bits, points, labels)
     pieces = _split_points(MAX_PIECES, x, cost)
@@ -128,8 +129,8 @@ def best_regimes(tried, bits: dict, points: dict, arg) -> RegimeChoice | None:
         if merged and merged[-1][1] == form:
             continue
         merged.append((start, form))
-    if len(merged) < 2:
-        return None
+    if len(merged) < 2 and not labels[merged[0][1]].startswith("series"):
+        return None  # one closed form everywhere is no regime; one series needs a domain
     splits = [_split(x[start - 1], x[start]) for start, _ in merged[1:]]
     chosen = tuple(forms[labels[form]] for _, form in merged)
     label = " | ".join(labels[form] for _, form in merged)

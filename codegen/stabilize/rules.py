@@ -51,6 +51,16 @@ def _log1p(node):
     return None
 
 
+def _pow_log1p(node):
+    """(1 + u)**a -> exp(a*log1p(u)) for an exponent that is not a number: 1 + u rounds to 1
+    for tiny u, and pow(1, a) is 1 whatever a is."""
+    if node.is_Pow and node.base.is_Add and not node.exp.is_number:
+        constant, rest = _split_constant(node.base)
+        if constant == 1 and rest != 0:
+            return sp.exp(node.exp * log1p(rest))
+    return None
+
+
 def _expm1(node):
     for constant, others, coeff, factor in _constant_terms(node):
         if factor.func is sp.exp and coeff == -constant:
@@ -140,14 +150,15 @@ def _log_erfc(node):
     return None
 
 
-def _erfc_quotient(node):
-    """exp(a) * erfc(u)**-n -> exp(a + n u**2) * erfcx(u)**-n: no 0/0 for large u."""
+def _erfc_exp(node):
+    """exp(a) * erfc(u)**k -> exp(a - k u**2) * erfcx(u)**k: no 0*inf or 0/0 for large u
+    (Mills' ratio exp(x**2/2)*erfc(x/sqrt(2)) becomes erfcx(x/sqrt(2)))."""
     if not node.is_Mul:
         return None
     exps = [f for f in node.args if f.func is sp.exp]
     for factor in node.args:
         base, k = factor.as_base_exp()
-        if exps and base.func is sp.erfc and k.is_Integer and k < 0:
+        if exps and base.func is sp.erfc and k.is_Integer and k != 0:
             u = base.args[0]
             rest = [f for f in node.args if f is not factor and f.func is not sp.exp]
             power = sp.Add(*(e.args[0] for e in exps)) - k * u**2
@@ -232,6 +243,7 @@ def _log_cosh(node):
 STABLE_RULES: tuple[Rule, ...] = (
     Rule("log1p", "log(1 + u) = log1p(u)", _log1p),
     Rule("expm1", "exp(u) - 1 = expm1(u)", _expm1),
+    Rule("pow_log1p", "(1 + u)**a = exp(a*log1p(u))", _pow_log1p),
     Rule("softplus", "log1p(exp(u)) = softplus(u)", _softplus),
     Rule("sigmoid", "1/(1 + exp(v))**n = sigmoid(-v)**n", _sigmoid_of_reciprocal),
     Rule("exp_sigmoid", "exp(v)*sigmoid(-v) = sigmoid(v)", _exp_times_sigmoid),
@@ -244,7 +256,7 @@ STABLE_RULES: tuple[Rule, ...] = (
     Rule("logaddexp", "log(exp(a) + exp(b)) = max(a, b) + softplus(-|a - b|)", _logaddexp),
     Rule("erfc", "1 + erf(u) = erfc(-u)", _erfc),
     Rule("log_erfc", "log(c erfc(u)) = log(c erfcx(u)) - u**2", _log_erfc),
-    Rule("erfc_quotient", "exp(a) / erfc(u)**n = exp(a + n u**2) / erfcx(u)**n", _erfc_quotient),
+    Rule("erfc_exp", "exp(a) erfc(u)**k = exp(a - k u**2) erfcx(u)**k", _erfc_exp),
     Rule("one_minus_cos", "1 - cos(u) = 2 sin(u/2)**2", _one_minus_cos),
     Rule("hypot", "sqrt(a**2 + b**2) = hypot(a, b), computed with scaling", _hypot),
     Rule("log_cosh", "log(cosh(u)) = |u| + softplus(-2|u|) - log(2)", _log_cosh),

@@ -25,9 +25,10 @@ import sympy as sp
 from codegen.derive import Derivatives, DeriveError, Partial
 from codegen.front.spec import Spec
 from codegen.judge import accuracy
-from codegen.judge.numeric import PATHS, run
+from codegen.judge.numeric import PATHS, rewritten_under_xla, run
 from codegen.lower import Regimes, lower, op_count
 from codegen.pieces import Pieces
+from codegen.stabilize.asymptotic import asymptotic_forms
 from codegen.stabilize.candidates import candidates, series_candidates
 from codegen.stabilize.limits import with_limits
 from codegen.stabilize.piecewise import choose_pieces
@@ -172,37 +173,36 @@ def _samples(spec: Spec, exact_expr: sp.Expr, n: int) -> _Samples:
     return _Samples(points, exact)
 
 
-def _on_path(form, spec: Spec, samples: _Samples, dtype: str, promoted: bool, path: str):
-    if dtype == "float32" and promoted:
-        with np.errstate(over="ignore"):  # float64 values beyond float32's range round to inf
-            return evaluate(form, spec, samples.points[dtype], "float64", path).astype(np.float32)
-    return evaluate(form, spec, samples.points[dtype], dtype, path)
-
-
-def _as_shipped(form, spec: Spec, samples: _Samples, dtype: str, promoted: bool) -> np.ndarray:
-    """`form` at the sample points of `dtype`, computed as the op will (float32 in float64
-    when `promoted`), on its worst path per point."""
-    approx = [_on_path(form, spec, samples, dtype, promoted, path) for path in PATHS]
-    return _worst_of(approx, samples.exact[dtype], dtype)
-
-
-def _bits(form, spec, samples: _Samples, promoted: bool = False) -> dict[str, np.ndarray]:
+def _as_shipped(form, spec: Spec, samples: _Samples, promoted: bool) -> dict[str, np.ndarray]:
+    """`form` at the sample points of each dtype, computed as the op will (float32 in float64
+    when `promoted`), on its worst path per point (XLA only where its rewrites apply)."""
+    form = _with_params(form, _param_values(spec))
+    program = lower([form], {sym: sym.name for sym in spec.arg_symbols})
+    paths = PATHS if rewritten_under_xla(program) else ("eager",)
     out = {}
     for dtype in accuracy.DTYPES:
-        approx = _as_shipped(form, spec, samples, dtype, promoted)
-        out[dtype] = accuracy.bits_error(approx, samples.exact[dtype], dtype)
+        compute = "float64" if dtype == "float32" and promoted else dtype
+        points = samples.points[dtype].astype(compute)
+        columns = {sym.name: points[:, i] for i, sym in enumerate(spec.arg_symbols)}
+        with np.errstate(over="ignore"):  # float64 values beyond float32's range round to inf
+            approx = [run(program, columns, compute, path)[0].astype(dtype) for path in paths]
+        out[dtype] = _worst_of(approx, samples.exact[dtype], dtype)
     return out
 
 
-def measure(label: str, form, spec: Spec, samples: _Samples, promoted: bool = False) -> Candidate:
-    figures, blowups, bad = [], 0, 0
-    for d in accuracy.DTYPES:
-        approx = _as_shipped(form, spec, samples, d, promoted)
+def measured(label: str, form, spec: Spec, samples: _Samples, promoted: bool = False):
+    """(the `Candidate`, its error in bits per point for each dtype)."""
+    figures, blowups, bad, bits = [], 0, 0, {}
+    for d, approx in _as_shipped(form, spec, samples, promoted).items():
         figures.append(accuracy.figures(approx, samples.exact[d], d))
         blowups += int(np.sum(np.isfinite(samples.exact[d]) & ~np.isfinite(approx)))
-        bits = accuracy.bits_error(approx, samples.exact[d], d)
-        bad += int(np.sum(np.nan_to_num(bits) > accuracy.P99_LIMIT))
-    return Candidate(label, form, tuple(figures), op_count(form), blowups, bad)
+        bits[d] = accuracy.bits_error(approx, samples.exact[d], d)
+        bad += int(np.sum(np.nan_to_num(bits[d]) > accuracy.P99_LIMIT))
+    return Candidate(label, form, tuple(figures), op_count(form), blowups, bad), bits
+
+
+def measure(label: str, form, spec: Spec, samples: _Samples, promoted: bool = False) -> Candidate:
+    return measured(label, form, spec, samples, promoted)[0]
 
 
 def equals_exact(form: sp.Expr, exact: sp.Expr, spec: Spec) -> bool:
@@ -226,9 +226,9 @@ def _outside_domain(form: Regimes, domain: tuple[float, float], exact: sp.Expr) 
     the domain may claim values there (xlogx(-1) must be NaN, not a zero piece's 0)."""
     lo, hi = domain
     bounds, forms = form.bounds, form.forms
-    starts_above = bool(bounds) and (bounds[0] > lo or (bounds[0] == lo and form.is_closed(0)))
+    starts_above = not bounds or bounds[0] > lo or (bounds[0] == lo and form.is_closed(0))
     below = (lo, False, exact) if np.isfinite(lo) and starts_above and forms[0] != exact else None
-    ends_below = bool(bounds) and bounds[-1] < hi
+    ends_below = not bounds or bounds[-1] < hi
     above = (hi, True, exact) if np.isfinite(hi) and ends_below and forms[-1] != exact else None
     return form.with_outer(below, above)
 
@@ -254,10 +254,11 @@ def _checked_equal(form, exact: sp.Expr, spec: Spec) -> bool:
 
 
 @functools.lru_cache(maxsize=64)  # both passes of a promoted op need the same series
-def _series(expr: sp.Expr, arg: sp.Symbol) -> tuple[tuple[str, sp.Expr], ...]:
-    """Series candidates (approximations, kept only where they measure well), computed only
-    when the closed forms need regimes: SymPy series are most of a build's time."""
-    return tuple(series_candidates(expr, arg))
+def _series(expr: sp.Expr, arg: sp.Symbol, domain) -> tuple[tuple[str, sp.Expr], ...]:
+    """Series candidates at 0 and at the domain's infinite ends (approximations, kept only
+    where they measure well), computed only when the closed forms need regimes: SymPy series
+    are most of a build's time."""
+    return (*series_candidates(expr, arg), *asymptotic_forms(expr, arg, domain))
 
 
 def _best(spec: Spec, partial: Partial, samples: _Samples, forms, promoted: bool):
@@ -265,13 +266,13 @@ def _best(spec: Spec, partial: Partial, samples: _Samples, forms, promoted: bool
     the promise."""
     tried, bits = [], {}
     for label, form in forms:
-        tried.append(measure(label, form, spec, samples, promoted))
-        bits[label] = _bits(form, spec, samples, promoted)
+        candidate, bits[label] = measured(label, form, spec, samples, promoted)
+        tried.append(candidate)
     best = min(tried, key=Candidate.rank)
     if (not best.keeps_promise() or best.blowups) and len(spec.args) == 1:
-        for label, form in _series(partial.expr, spec.arg_symbols[0]):
-            tried.append(measure(label, form, spec, samples, promoted))
-            bits[label] = _bits(form, spec, samples, promoted)
+        for label, form in _series(partial.expr, spec.arg_symbols[0], spec.domain[0]):
+            candidate, bits[label] = measured(label, form, spec, samples, promoted)
+            tried.append(candidate)
         regimes = best_regimes(tried, bits, samples.points, spec.arg_symbols[0])
         if regimes is not None:
             form = _outside_domain(regimes.form, spec.domain[0], partial.expr)

@@ -42,7 +42,9 @@ _BOUND = {"maximum": "min", "minimum": "max"}  # torch.clamp's keyword for a con
 
 def function_name(op: str) -> str:
     """The PyTorch callable for a function of the grammar, e.g. `torch.sigmoid`."""
-    return _NAMES.get(op, "torch." + ALL_FUNCTIONS[op].tf_name.rsplit(".", 1)[-1])
+    if op in _NAMES:
+        return _NAMES[op]
+    return "torch." + ALL_FUNCTIONS[op].tf_name.rsplit(".", 1)[-1]
 
 
 def _binary(op: str, a: list[str], operands) -> str:
