@@ -288,16 +288,30 @@ def lower(exprs, env: dict[sp.Symbol, str], prefix: str = "v") -> Program:
     return lower_each([(expr, env) for expr in exprs], prefix)
 
 
-def lower_each(pairs, prefix: str = "v", unclipped: frozenset = frozenset()) -> Program:
+def lower_each(
+    pairs, prefix: str = "v", unclipped: frozenset = frozenset(), carry_nan_of: tuple = ()
+) -> Program:
     """Lower `(form, environment)` pairs into one program sharing common subexpressions.
 
     Regime branches get their input clipped to the interval they own, so the gradient of
     a branch not taken cannot be NaN; inputs named in `unclipped` carry no gradient
-    (they are stopped), and their branches skip the clip.
+    (they are stopped), and their branches skip the clip. Each output is made NaN where an
+    input named in `carry_nan_of` is NaN, and broadcast against it (for forms free of it).
     """
     b = _Builder(prefix, unclipped)
-    outputs = tuple(_lower(b, expr, env) for expr, env in pairs)
+    outputs = tuple(_carry_nan(b, _lower(b, expr, env), carry_nan_of) for expr, env in pairs)
     return Program(tuple(b.steps), outputs)
+
+
+def _carry_nan(b: _Builder, out: str | float, names: tuple) -> str | float:
+    """`out + sign(n) * 0` for each input n: NaN where n is NaN, `out` everywhere else (also
+    at n = ±inf), and shaped like `out` broadcast against n. A constant becomes a tensor."""
+    for name in names:
+        if isinstance(out, float):
+            out = b.emit("fill_like", name, out)
+        else:
+            out = b.emit("add", out, b.emit("fill_like", name, 0.0))
+    return out
 
 
 def op_count(expr) -> int:

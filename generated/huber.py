@@ -18,7 +18,7 @@ __all__ = ["huber"]
 _COMPUTE_DTYPES = {
     tf.float16: tf.float32,
     tf.bfloat16: tf.float32,
-    tf.float32: tf.float64,
+    tf.float32: tf.float32,
     tf.float64: tf.float64,
 }
 
@@ -41,7 +41,7 @@ def huber(x, *, delta=1.0):
 
     Returns:
         A tensor of the inputs' dtype. float16 and bfloat16 are computed in
-        float32 and cast back; float32 is computed in float64 (measured necessary).
+        float32 and cast back.
 
     Raises:
         TypeError: if the inputs are not of one floating-point dtype.
@@ -95,10 +95,9 @@ def _huber_value(x, delta):
 
     f = Piecewise((-delta*(delta/2 + x), delta < -x), (delta*(-delta/2 + x), delta < x),
         (x**2/2, True))
-    form (pieces(sympy | sympy | sympy)): delta < -x: -delta*(delta/2 + x); delta < x:
-        delta*(-delta/2 + x); otherwise: x**2/2
-    measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.00 / p99 0.0 bits (float32
-        computed in float64)
+    form (pieces(sympy | sympy | sympy+spread powers)): delta < -x: -delta*(delta/2 + x); delta
+        < x: delta*(-delta/2 + x); otherwise: x*(x/2)
+    measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.00 / p99 0.0 bits
     """
     v0 = tf.math.negative(x)
     v1 = tf.math.less(delta, v0)
@@ -109,8 +108,8 @@ def _huber_value(x, delta):
     v6 = tf.math.negative(v5)
     v7 = tf.math.subtract(x, v3)
     v8 = tf.math.multiply(delta, v7)
-    v9 = tf.math.square(x)
-    v10 = tf.math.multiply(v9, 0.5)
+    v9 = tf.math.multiply(x, 0.5)
+    v10 = tf.math.multiply(x, v9)
     v11 = tf.where(v2, v8, v10)
     value = tf.where(v1, v6, v11)
     return value
@@ -121,8 +120,7 @@ def _huber_d_x(x, delta):
 
     f' = Piecewise((-delta, delta < -x), (delta, delta < x), (x, True))
     form (pieces(sympy | sympy | sympy)): delta < -x: -delta; delta < x: delta; otherwise: x
-    measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.00 / p99 0.0 bits (float32
-        computed in float64)
+    measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.00 / p99 0.0 bits
     """
     v0 = tf.math.negative(x)
     v1 = tf.math.less(delta, v0)
@@ -138,8 +136,7 @@ def _huber_d_xx(x, delta):
 
     f'' = Piecewise((0, (delta < x) | (delta < -x)), (1, True))
     form (pieces(constant | constant)): (delta < x) | (delta < -x): 0; otherwise: 1
-    measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.00 / p99 0.0 bits (float32
-        computed in float64)
+    measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.00 / p99 0.0 bits
     """
     v0 = tf.math.less(delta, x)
     v1 = tf.math.negative(x)

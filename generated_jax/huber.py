@@ -37,9 +37,7 @@ def huber(x, *, delta=1.0):
 
     Returns:
         An array of the inputs' dtype. float16 and bfloat16 are computed in
-        float32 and cast back; float32 is computed in float64 (measured necessary).
-        Only when jax_enable_x64 is on: without it float32 is computed in float32 and loses the
-        promise near the edges of float32's range.
+        float32 and cast back.
 
     Raises:
         TypeError: if the inputs are not of one floating-point dtype.
@@ -57,10 +55,9 @@ def _huber_value(x, delta):
 
     f = Piecewise((-delta*(delta/2 + x), delta < -x), (delta*(-delta/2 + x), delta < x),
         (x**2/2, True))
-    form (pieces(sympy | sympy | sympy)): delta < -x: -delta*(delta/2 + x); delta < x:
-        delta*(-delta/2 + x); otherwise: x**2/2
-    measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.00 / p99 0.0 bits (float32
-        computed in float64)
+    form (pieces(sympy | sympy | sympy+spread powers)): delta < -x: -delta*(delta/2 + x); delta
+        < x: delta*(-delta/2 + x); otherwise: x*(x/2)
+    measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.00 / p99 0.0 bits
     """
     v0 = jnp.negative(x)
     v1 = (delta < v0)
@@ -71,8 +68,8 @@ def _huber_value(x, delta):
     v6 = jnp.negative(v5)
     v7 = jnp.subtract(x, v3)
     v8 = jnp.multiply(delta, v7)
-    v9 = jnp.square(x)
-    v10 = jnp.multiply(v9, 0.5)
+    v9 = jnp.multiply(x, 0.5)
+    v10 = jnp.multiply(x, v9)
     v11 = jnp.where(v2, v8, v10)
     value = jnp.where(v1, v6, v11)
     return value
@@ -83,8 +80,7 @@ def _huber_d_x(x, delta):
 
     f' = Piecewise((-delta, delta < -x), (delta, delta < x), (x, True))
     form (pieces(sympy | sympy | sympy)): delta < -x: -delta; delta < x: delta; otherwise: x
-    measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.00 / p99 0.0 bits (float32
-        computed in float64)
+    measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.00 / p99 0.0 bits
     """
     v0 = jnp.negative(x)
     v1 = (delta < v0)
@@ -100,8 +96,7 @@ def _huber_d_xx(x, delta):
 
     f'' = Piecewise((0, (delta < x) | (delta < -x)), (1, True))
     form (pieces(constant | constant)): (delta < x) | (delta < -x): 0; otherwise: 1
-    measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.00 / p99 0.0 bits (float32
-        computed in float64)
+    measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.00 / p99 0.0 bits
     """
     v0 = (delta < x)
     v1 = jnp.negative(x)
@@ -122,10 +117,9 @@ _FORMS = {
 
 
 def _compute_dtype(dtype):
-    """float16, bfloat16 and float32 are computed in float64 where jax_enable_x64 allows
-    (measured necessary), else in float32."""
-    if dtype in (jnp.float16, jnp.bfloat16, jnp.float32):
-        return jnp.dtype(jnp.float64 if jax.config.jax_enable_x64 else jnp.float32)
+    """float16 and bfloat16 are computed in float32."""
+    if dtype in (jnp.float16, jnp.bfloat16):
+        return jnp.dtype(jnp.float32)
     return dtype
 
 

@@ -117,7 +117,9 @@ def _xlogy_d_xx(x, y):
     form (sympy): 0
     measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.00 / p99 0.0 bits
     """
-    d_xx = torch.zeros_like(x) + 0.0
+    v0 = torch.mul(torch.sign(x), 0.0)
+    v1 = torch.mul(torch.sign(y), 0.0)
+    d_xx = torch.add(v0, v1)
     return d_xx
 
 

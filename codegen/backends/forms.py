@@ -1,7 +1,8 @@
 """The chosen forms as functions of a generated module, for every backend.
 
 In: `StableForms`, a temporary-name prefix and a backend's `Printer` (how a lowered
-program becomes lines, how a value that ignores some arg is broadcast to all of them).
+program becomes lines). A form free of some arg is made NaN where that arg is NaN, and
+broadcast against it.
 Out: one dict per chosen form (name, parameters, docstring, body lines) for a template,
 and small shared pieces of the module plan (the partials table, tuple displays,
 the package's `__init__.py`).
@@ -28,11 +29,9 @@ from codegen.stabilize import Choice, StableForms
 
 @dataclass(frozen=True)
 class Printer:
-    """`lines(program, outputs, zeros_like)` prints a lowered program; `broadcast(args)` is
-    the expression `value` broadcast against every arg (for a value not using them all)."""
+    """`lines(program, outputs, zeros_like)` prints a lowered program."""
 
     lines: Callable[..., list[str]]
-    broadcast: Callable[[tuple[str, ...]], str]
 
 
 def module_locals(spec) -> names.Locals:
@@ -46,11 +45,11 @@ def form_body(forms: StableForms, choice: Choice, prefix: str, printer: Printer)
     env = {s: s.name for s in (*spec.arg_symbols, *spec.param_symbols)}
     stopped = sum(choice.index) < spec.order
     unclipped = frozenset(env.values()) if stopped else frozenset(p for p, _ in spec.params)
-    program = lower_each([(choice.chosen.form, env)], prefix, unclipped=unclipped)
+    used = free_symbols(choice.chosen.form)
+    missing = tuple(s.name for s in spec.arg_symbols if s not in used)  # NaN in, NaN out
+    program = lower_each([(choice.chosen.form, env)], prefix, unclipped, carry_nan_of=missing)
     out = "value" if not sum(choice.index) else module_locals(spec).partial(spec.args, choice.index)
     lines = printer.lines(program, [out], spec.args[0])
-    if not sum(choice.index) and not set(spec.arg_symbols) <= free_symbols(choice.chosen.form):
-        lines.append(f"value = {printer.broadcast(spec.args)}")
     return lines + [f"return {out}"]
 
 

@@ -136,7 +136,10 @@ class erfcx(sp.Function):  # noqa: N801
             sp.S.NegativeOne**k * sp.factorial2(2 * k - 1) / (z ** (2 * k + 1) * 2**k)
             for k in range(terms)
         ]
-        return sp.Add(*series, sp.Order(1 / z ** (2 * terms + 1), x)) / sp.sqrt(sp.pi)
+        # each term over sqrt(pi) and the Order outside: `removeO` strips only a top-level O
+        return sp.Add(
+            *(term / sp.sqrt(sp.pi) for term in series), sp.Order(1 / z ** (2 * terms + 1), x)
+        )
 
 
 def _erfcx(u: float) -> float:

@@ -26,7 +26,7 @@ from codegen.timebound import time_limit
 
 ORDER = 20  # SymPy's n: terms up to x**-19 beyond the leading one
 TRUNCATIONS = (1, 2, 4, 8, 16)
-SECONDS = 3.0  # CPU seconds per expansion; past them the side gets no candidates
+SECONDS = 2.0  # CPU seconds per expansion; past them the side gets no candidates
 
 
 # erfc written through erfcx, whose expansion at +oo SymPy then finds (1/erfc(x) has none)
@@ -38,15 +38,15 @@ def _expansion(expr: sp.Expr, arg: sp.Symbol, point) -> sp.Expr | None:
     more often, and logs of y need no I)."""
     flip = point is not sp.oo
     prepared = apply_rules(plain(expr.subs(arg, -arg) if flip else expr), _SCALED)[0]
-    try:
+    try:  # the whole expansion under one bound: expanding a long series can cost more
         with time_limit(SECONDS):
             series = sp.series(prepared, arg, sp.oo, ORDER).removeO()
+            if series.has(sp.I, sp.Order, sp.exp, sp.zoo, sp.nan):
+                return None
+            series = sp.expand(series.subs(sp.log(1 / arg), -sp.log(arg)))
     except Exception:  # noqa: BLE001 - SymPy raises many kinds for series it cannot do
         return None
-    series = sp.expand(series.subs(sp.log(1 / arg), -sp.log(arg)))
-    if series.has(sp.I, sp.Order, sp.exp, sp.zoo, sp.nan) or series == 0:
-        return None
-    return series
+    return None if series == 0 else series
 
 
 def _power(term: sp.Expr, arg: sp.Symbol) -> tuple[sp.Expr, int] | None:
@@ -103,7 +103,10 @@ def asymptotic_forms(expr: sp.Expr, arg: sp.Symbol, domain) -> list[tuple[str, s
     """The expansions of `expr` at the infinite ends of `domain`, several lengths each."""
     lo, hi = domain
     out = []
-    for name, point, reached in (("+inf", sp.oo, hi == math.inf), ("-inf", -sp.oo, lo == -math.inf)):
+    for name, point, reached in (
+        ("+inf", sp.oo, hi == math.inf),
+        ("-inf", -sp.oo, lo == -math.inf),
+    ):
         series = _expansion(expr, arg, point) if reached else None
         terms = _terms_by_size(series, arg) if series is not None else None
         if not terms:
@@ -111,7 +114,6 @@ def asymptotic_forms(expr: sp.Expr, arg: sp.Symbol, domain) -> list[tuple[str, s
         lengths = sorted({min(n, len(terms)) for n in TRUNCATIONS})
         sign = 1 if point is sp.oo else -1  # the -inf expansion is in y = -x
         out += [
-            (f"series {name}<{n}>", _nested(terms[:n], arg).subs(arg, sign * arg))
-            for n in lengths
+            (f"series {name}<{n}>", _nested(terms[:n], arg).subs(arg, sign * arg)) for n in lengths
         ]
     return out

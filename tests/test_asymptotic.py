@@ -1,0 +1,119 @@
+"""Asymptotic series at ±inf (codegen.stabilize.asymptotic): which expansions are offered, and
+that each offered form is accurate far out where the closed form is not.
+
+Each expected value is computed here with mpmath at 50 digits from the closed form, never
+from the series under test; the forms are evaluated by the NumPy mirror of the generated ops.
+"""
+
+from __future__ import annotations
+
+import math
+
+import mpmath
+import numpy as np
+import pytest
+import sympy as sp
+
+from codegen.judge import numeric
+from codegen.lower import lower
+from codegen.stabilize.asymptotic import asymptotic_forms
+
+x = sp.Symbol("x", real=True)
+a = sp.Symbol("a", positive=True)
+EVERYWHERE = (-math.inf, math.inf)
+
+
+def evaluate(form: sp.Expr, at: float, dtype: str = "float64", **params: float) -> float:
+    program = lower([form], {s: s.name for s in form.free_symbols})
+    inputs = {"x": np.array([at]), **{k: np.array([v]) for k, v in params.items()}}
+    return float(numeric.run(program, inputs, dtype)[0][0])
+
+
+def exact(fn, at: float) -> float:
+    with mpmath.workdps(50):
+        return float(fn(mpmath.mpf(at)))
+
+
+def longest(forms, side: str) -> sp.Expr:
+    return [form for label, form in forms if label.startswith(f"series {side}<")][-1]
+
+
+# (expression, side, point, exact value as an mpmath function): cancellation, 0 * inf and
+# overflowing intermediates, where the closed form in float64 is far off or not finite
+TAILS = [
+    ("sqrt(x**2 + x) - x", "+inf", 1e17, lambda t: mpmath.sqrt(t**2 + t) - t),
+    ("x*log(1 + 1/x)", "+inf", 1e17, lambda t: t * mpmath.log(1 + 1 / t)),
+    ("x**2/sqrt(x**4 + 1)", "+inf", 1e160, lambda t: t**2 / mpmath.sqrt(t**4 + 1)),
+    ("x**2/sqrt(x**4 + 1)", "-inf", -1e160, lambda t: t**2 / mpmath.sqrt(t**4 + 1)),
+    ("x**3/(x**6 + 1)", "+inf", 1e60, lambda t: t**3 / (t**6 + 1)),
+    ("x - sqrt(x**2 - 1)", "+inf", 1e10, lambda t: t - mpmath.sqrt(t**2 - 1)),
+    (
+        "exp(x**2/2)*erfc(x/sqrt(2))",
+        "+inf",
+        40.0,
+        lambda t: mpmath.exp(t**2 / 2) * mpmath.erfc(t / mpmath.sqrt(2)),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "text, side, point, truth", TAILS, ids=[f"{t} at {s}" for t, s, *_ in TAILS]
+)
+def test_the_longest_expansion_is_accurate_where_the_closed_form_fails(text, side, point, truth):
+    expr = sp.sympify(text, locals={"x": x})  # test-authored text, not a user's spec
+    forms = asymptotic_forms(expr, x, EVERYWHERE)
+    want = exact(truth, point)
+    closed = evaluate(expr, point)
+    assert not (math.isfinite(closed) and math.isclose(closed, want, rel_tol=1e-10)), closed
+    assert evaluate(longest(forms, side), point) == pytest.approx(want, rel=1e-14)
+
+
+def test_several_lengths_are_offered_on_each_reached_side():
+    forms = asymptotic_forms(x**2 / sp.sqrt(x**4 + 1), x, EVERYWHERE)
+    labels = [label for label, _ in forms]
+    assert {label.split("<")[0] for label in labels} == {"series +inf", "series -inf"}
+    assert len([label for label in labels if label.startswith("series +inf")]) >= 3
+
+
+def test_only_the_sides_the_domain_reaches():
+    expr = sp.sqrt(x**2 + x) - x
+    assert {label.split("<")[0] for label, _ in asymptotic_forms(expr, x, (0.0, math.inf))} == {
+        "series +inf"
+    }
+    assert asymptotic_forms(expr, x, (0.0, 1.0)) == []
+
+
+def test_coefficients_may_hold_params():
+    expr = sp.sqrt(x**2 + a * x) - x
+    form = longest(asymptotic_forms(expr, x, (0.0, math.inf)), "+inf")
+    assert a in form.free_symbols
+    point = 1e17
+    want = exact(lambda t: mpmath.sqrt(t**2 + 3 * t) - t, point)
+    assert evaluate(form, point, a=3.0) == pytest.approx(want, rel=1e-14)
+
+
+def test_logs_of_x_are_kept_as_terms():
+    expr = sp.log(x**2 + 1) - 2 * sp.log(x)  # 1/x**2 - 1/(2x**4) + ...
+    form = longest(asymptotic_forms(expr, x, EVERYWHERE), "+inf")
+    assert evaluate(form, 1e10) == pytest.approx(
+        exact(lambda t: mpmath.log(t**2 + 1) - 2 * mpmath.log(t), 1e10), rel=1e-14
+    )
+    log_term = sp.log(x) / x
+    form = longest(asymptotic_forms(log_term + 1 / x**2, x, (1.0, math.inf)), "+inf")
+    assert form.has(sp.log(x))
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [sp.exp(x), x * sp.exp(-x), sp.sin(x)],
+    ids=["grows like exp", "exp term", "oscillates"],
+)
+def test_no_form_where_the_expansion_is_not_a_power_series(expr):
+    assert [label for label, _ in asymptotic_forms(expr, x, (0.0, math.inf))] == []
+
+
+def test_a_subnormal_leading_power_is_split_around_the_sum():
+    """x**-6 alone underflows in float32 at x = 1e7 while x**-3 * (c * x**-3) is exact."""
+    form = longest(asymptotic_forms(1 / (x**6 + 1), x, (0.0, math.inf)), "+inf")
+    assert form.has(sp.UnevaluatedExpr)
+    assert evaluate(form, 1e6, "float32") == pytest.approx(1e-36, rel=1e-6)
