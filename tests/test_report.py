@@ -19,11 +19,13 @@ from conftest_tf import REPO_ROOT, np, pytest, tf  # noqa: F401  (quiet TF first
 from codegen.derive import multi_indices
 from codegen.front.spec import load_spec
 from codegen.judge import accuracy
-from codegen.measure import plots, report, verify
+from codegen.measure import builtins, plots, report, verify
 
 os.environ.setdefault("HOGEN_CACHE", str(REPO_ROOT / ".hogen-cache"))
 SPECS = {p.stem: load_spec(p) for p in sorted((REPO_ROOT / "specs").glob("*.yaml"))}
 GENERATED, DOCS = REPO_ROOT / "generated", REPO_ROOT / "docs"
+FOLDERS = {"tf": "generated", "jax": "generated_jax", "torch": "generated_torch"}
+OUT_DIRS = {backend: REPO_ROOT / folder for backend, folder in FOLDERS.items()}
 HOGEN = Path(sys.executable).parent / "hogen"
 # Ops with a plotted point where hogen has every bit wrong (NaN where the exact value is 0).
 NON_FINITE: dict[str, str] = {}  # op -> why some plotted point is still NaN/inf (none today)
@@ -53,7 +55,8 @@ def _verified(op: str) -> dict:
 
 def test_specs_are_the_showcase():
     assert len(SPECS) == 19
-    assert set(report.BUILTINS) <= set(SPECS)
+    for table in builtins.BY_BACKEND.values():
+        assert set(table) <= set(SPECS)
 
 
 @pytest.mark.parametrize("op", sorted(SPECS))
@@ -82,7 +85,7 @@ def _committed_report() -> str:
 
 def test_accuracy_md_was_measured_from_the_current_inputs():
     recorded = report.recorded_digest(_committed_report())
-    assert recorded == report.inputs_digest(list(SPECS.values()), GENERATED), "run `make report`"
+    assert recorded == report.inputs_digest(list(SPECS.values()), OUT_DIRS), "run `make report`"
 
 
 def test_accuracy_md_says_where_it_was_measured():
@@ -91,18 +94,21 @@ def test_accuracy_md_says_where_it_was_measured():
     assert "TF_ENABLE_ONEDNN_OPTS=" in text
 
 
-def _copy_inputs(tmp_path: Path) -> tuple[Path, Path]:
-    specs, generated = tmp_path / "specs", tmp_path / "generated"
+def _copy_inputs(tmp_path: Path) -> tuple[Path, dict[str, Path]]:
+    specs = tmp_path / "specs"
     specs.mkdir()
-    generated.mkdir()
+    folders = {backend: tmp_path / folder for backend, folder in FOLDERS.items()}
     for name in SPECS:
         (specs / f"{name}.yaml").write_bytes((REPO_ROOT / "specs" / f"{name}.yaml").read_bytes())
-        (generated / f"{name}.py").write_bytes((GENERATED / f"{name}.py").read_bytes())
-    return specs, generated
+        for backend, folder in folders.items():
+            folder.mkdir(exist_ok=True)
+            source = OUT_DIRS[backend] / f"{name}.py"
+            (folder / f"{name}.py").write_bytes(source.read_bytes())
+    return specs, folders
 
 
-def _digest_of(specs: Path, generated: Path) -> str:
-    return report.inputs_digest([load_spec(p) for p in sorted(specs.glob("*.yaml"))], generated)
+def _digest_of(specs: Path, folders: dict[str, Path]) -> str:
+    return report.inputs_digest([load_spec(p) for p in sorted(specs.glob("*.yaml"))], folders)
 
 
 def test_a_copy_of_the_inputs_has_the_recorded_digest(tmp_path):
@@ -117,19 +123,21 @@ def test_an_edited_spec_makes_the_report_stale(tmp_path):
     assert _digest_of(specs, generated) != report.recorded_digest(_committed_report())
 
 
-def test_an_edited_module_makes_the_report_stale(tmp_path):
+@pytest.mark.parametrize("backend", sorted(FOLDERS))
+def test_an_edited_module_makes_the_report_stale(tmp_path, backend):
     specs, generated = _copy_inputs(tmp_path)
-    path = generated / "sigmoid.py"
+    path = generated[backend] / "sigmoid.py"
     path.write_text(path.read_text(encoding="utf-8") + "\n", encoding="utf-8")
     assert _digest_of(specs, generated) != report.recorded_digest(_committed_report())
 
 
 def test_write_report_records_the_digest_and_writes_a_plot(tmp_path):
     spec = SPECS["log1pexp"]
-    written = report.write_report([spec], GENERATED, tmp_path, 64)
+    written = report.write_report([spec], OUT_DIRS, tmp_path, 64)
     assert sorted(p.name for p in written) == ["accuracy.md", "log1pexp.png"]
     text = (tmp_path / "accuracy.md").read_text(encoding="utf-8")
-    assert report.recorded_digest(text) == report.inputs_digest([spec], GENERATED)
+    assert report.recorded_digest(text) == report.inputs_digest([spec], OUT_DIRS)
+    assert "## JAX and PyTorch" in text and "`jax.nn.softplus(x)`" in text
     assert (tmp_path / "plots" / "log1pexp.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -142,7 +150,13 @@ def test_plot_bytes_are_deterministic():
     curves, first = _curves("log1pexp")
     assert first[:8] == b"\x89PNG\r\n\x1a\n"
     assert b"Software" not in first and b"matplotlib" not in first
-    labels = {"hogen": "hogen", "autodiff": "TF autodiff of expr", "builtin": "tf.nn.softplus(x)"}
+    labels = {
+        "hogen": "hogen",
+        "autodiff": "TF autodiff of expr",
+        "builtin": "tf.nn.softplus(x)",
+        "jax builtin": "jax.nn.softplus(x)",
+        "torch builtin": "F.softplus(x)",
+    }
     assert plots.render_plot(SPECS["log1pexp"], curves, labels) == first
 
 

@@ -260,9 +260,27 @@ def explain_command(spec_path: Path = typer.Argument(..., help="A spec file.")) 
 
 
 def _quiet_tensorflow() -> None:
-    """Keep TensorFlow's C++ start-up log lines out of hogen's output (unless the user set
-    TF_CPP_MIN_LOG_LEVEL); must run before TensorFlow is first imported."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    """Keep TensorFlow's C++ start-up log lines out of hogen's output, unless the user asked
+    for them (TF_CPP_MIN_LOG_LEVEL=0); must run before TensorFlow is first imported.
+
+    TensorFlow 2.21 writes absl's "before absl::InitializeLog()" and oneDNN notices while it
+    is imported whatever TF_CPP_MIN_LOG_LEVEL says, so the import runs with file
+    descriptor 2 on /dev/null; an import error still raises, with its Python traceback.
+    """
+    level = os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    if level == "0" or "tensorflow" in sys.modules:
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 2)
+            try:
+                import tensorflow  # noqa: F401 - imported here only to silence its start-up
+            finally:
+                os.dup2(saved, 2)
+    finally:
+        os.close(saved)
 
 
 @app.command("verify")
@@ -298,15 +316,31 @@ def report_command(
     out_dir: Path | None = OUT,
     docs: Path = typer.Option(Path("docs"), "--docs", help="Where accuracy.md and plots go."),
     samples: int = typer.Option(2000, help="Sample points per dtype."),
+    jax_out: Path | None = typer.Option(None, "--jax-out", help="Default: generated_jax/."),
+    torch_out: Path | None = typer.Option(None, "--torch-out", help="Default: generated_torch/."),
 ) -> None:
-    """Write docs/accuracy.md and error plots: hogen vs TF autodiff vs TF built-ins."""
+    """Write docs/accuracy.md and error plots: hogen vs autodiff vs the built-ins, in
+    TensorFlow, JAX and PyTorch (all three must be installed: hogen[jax,torch])."""
+    import importlib.util
+
+    ui = Terminal()
+    missing = [m for m in ("jax", "torch") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise _usage(
+            ui,
+            f"report measures TensorFlow, JAX and PyTorch; not installed: {', '.join(missing)}"
+            " (pip install 'hogen[jax,torch]')",
+        )
     _quiet_tensorflow()
     from codegen.measure.report import write_report
 
-    ui = Terminal()
-    out_dir = _out(out_dir, "tf", ui)
+    out_dirs = {
+        "tf": _out(out_dir, "tf", ui),
+        "jax": _out(jax_out, "jax", ui),
+        "torch": _out(torch_out, "torch", ui),
+    }
     specs = [_load(path, ui) for path in _specs(paths, ui)]
-    for path in write_report(specs, out_dir, docs, samples):
+    for path in write_report(specs, out_dirs, docs, samples):
         ui.result(f"wrote {path}")
 
 

@@ -39,24 +39,17 @@ def runner(backend: str):
     return importlib.import_module(f"codegen.measure.run_{backend}")
 
 
-def verify_spec(spec: Spec, out_dir: Path, samples: int = 2000, backend: str = "jax"):
-    """Figures of the generated op and of naive autodiff in `backend`, every partial,
-    float32 and float64 (as `verify.verify_spec` measures TensorFlow's)."""
+def verify_spec(
+    spec: Spec, out_dir: Path, samples: int = 2000, backend: str = "jax", extra_tools=None
+):
+    """Figures of the generated op, of naive autodiff and of `extra_tools` ({name: callable
+    on the args}) in `backend`, every partial, float32 and float64 (`verify.measured_rows`)."""
     run = runner(backend)
     tools = {"hogen": run.load_op(spec, out_dir), "autodiff": run.naive_op(spec)}
-    rows = []
-    for target in verify.targets(spec):
-        for dtype in accuracy.DTYPES:
-            points = accuracy.sample_points(spec.domain, dtype, samples)
-            exact = accuracy.reference(
-                target.expr,
-                spec.arg_symbols,
-                points,
-                dtype,
-                cache_dir=accuracy.default_cache_dir(),
-            )
-            for tool, fn in tools.items():
-                approx = run.derivative(fn, points, list(target.sequence), dtype)
-                figures = accuracy.figures(approx, exact, dtype)
-                rows.append(verify.Row(spec.name, target.name, dtype, tool, figures, run.PATH))
-    return rows
+    tools.update(extra_tools or {})
+
+    def measure(tool, fn, target, points, exact, dtype):
+        approx = run.derivative(fn, points, list(target.sequence), dtype)
+        return accuracy.figures(approx, exact, dtype), run.PATH
+
+    return verify.measured_rows(spec, samples, tools, measure)

@@ -1,6 +1,7 @@
 """Error plots for `hogen report`: bits of error along a dense 1-D line through the inputs.
 
-In: a `Spec`, its tools ({"hogen" | "autodiff" | "builtin": callable on the args}). Out:
+In: a `Spec`, its tools ({"hogen" | "autodiff" | "builtin": callable on the args}, and
+other frameworks' built-ins with their derivative runners). Out:
 `Curves` (per dtype, the bits of error of every tool and partial at each plotted x, against
 `accuracy.reference`) and `render_plot`, a PNG with a row per partial and a column per
 dtype. The line each op follows is `SLICES` (default: along x, 0 and ±2^k for k in
@@ -30,6 +31,8 @@ PLOT_POINTS = 600  # per dtype, before clipping to the domain
 _STYLE = {  # tool: (colour, line width, z-order); hogen on top, autodiff widest underneath
     "autodiff": ("#d62728", 2.6, 1),
     "builtin": ("#ff9f1c", 1.2, 2),
+    "jax builtin": ("#2ca02c", 1.0, 2),
+    "torch builtin": ("#9467bd", 1.0, 2),
     "hogen": ("#1f4e9c", 1.0, 3),
 }
 
@@ -100,8 +103,13 @@ class Curves:
     bits: tuple[dict[str, np.ndarray], ...]
 
 
-def plot_curves(spec: Spec, tools: dict[str, Callable]) -> list[Curves]:
-    """The bits of error of every tool and partial along the op's line, float32 and float64."""
+def plot_curves(spec: Spec, tools: dict[str, Callable], others=None) -> list[Curves]:
+    """The bits of error of every tool and partial along the op's line, float32 and float64.
+
+    `tools` are TensorFlow callables, differentiated by tapes; `others` are {name: (fn,
+    derivative)} of another framework, `derivative(fn, points, sequence, dtype)` as NumPy.
+    """
+    others = others or {}
     line = line_of(spec)
     out = []
     for dtype in accuracy.DTYPES:
@@ -113,10 +121,13 @@ def plot_curves(spec: Spec, tools: dict[str, Callable]) -> list[Curves]:
             exact = accuracy.reference(
                 target.expr, spec.arg_symbols, points, dtype, cache_dir=accuracy.default_cache_dir()
             )
+            sequence = list(target.sequence)
             approx = {
-                tool: verify.partial_derivative(fn, inputs, list(target.sequence)).numpy()
+                tool: verify.partial_derivative(fn, inputs, sequence).numpy()
                 for tool, fn in tools.items()
             }
+            for tool, (fn, derivative) in others.items():
+                approx[tool] = derivative(fn, points, sequence, dtype)
             panels.append({t: accuracy.bits_error(a, exact, dtype) for t, a in approx.items()})
         out.append(Curves(dtype, xs, tuple(panels)))
     return out
@@ -157,7 +168,8 @@ def _draw(fig, axes, spec: Spec, curves: list[Curves], labels: dict[str, str]) -
             ax.set_ylabel("bits of error", fontsize=8)
         axes[-1][col].set_xlabel(line.label, fontsize=9)
     handles, names = axes[0][0].get_legend_handles_labels()
-    top = 1 - 0.75 / fig.get_figheight()
+    legend_rows = -(-len(handles) // 3)
+    top = 1 - (0.55 + 0.2 * legend_rows) / fig.get_figheight()
     fig.suptitle(f"{spec.name}: bits of error along {line.label}", fontsize=12, y=0.995)
     fig.legend(
         handles[::-1],

@@ -1,13 +1,15 @@
 """`hogen report`: docs/accuracy.md and one error plot per op.
 
-In: loaded specs, the folder of generated modules, the docs folder and the sample count.
-Out: `<docs>/accuracy.md`, with docs/design.md's figures (mean bits, p99 bits, failures) per op,
-partial and dtype for hogen, for TF autodiff of the naive `expr` and for the TF built-in
-where one exists (`BUILTINS`), measured by `verify.verify_spec`; and `<docs>/plots/<op>.png`
-from `codegen.measure.plots`. The same specs, ops and TensorFlow on the same processor give
-the same bytes: no timestamps, no version stamps in the PNGs, ops in sorted order.
+In: loaded specs, the folders of their generated modules (TensorFlow, JAX, PyTorch), the docs
+folder and the sample count. Out: `<docs>/accuracy.md`, with docs/design.md's figures (mean
+bits, p99 bits, failures) per op, partial and dtype for hogen, for TF autodiff of the naive
+`expr` and for the TF built-in where one exists (`builtins.TF`), measured by
+`verify.verify_spec`; the same for JAX and PyTorch (`report_frameworks`); and
+`<docs>/plots/<op>.png` from `codegen.measure.plots`, with the three frameworks' built-ins.
+The same specs, ops and frameworks on the same processor give the same bytes: no
+timestamps, no version stamps in the PNGs, ops in sorted order.
 
-The figures are a measurement: TensorFlow's CPU kernels round differently on different
+The figures are a measurement: the frameworks' CPU kernels round differently on different
 processors, so the page says where it was measured (`machine`), and its freshness is judged
 by its inputs, not by its bytes: `inputs_digest` hashes the specs, the generated modules,
 hogen's version and the measuring code, and the page records it (`recorded_digest`).
@@ -21,7 +23,6 @@ import platform
 import re
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -30,69 +31,34 @@ import tensorflow as tf
 from codegen import __version__
 from codegen.front.spec import Spec
 from codegen.judge import accuracy
-from codegen.measure import plots, verify
+from codegen.measure import builtins, frameworks, plots, report_frameworks, verify
 
 _LABELS = {"hogen": "hogen", "autodiff": "TF autodiff of expr"}
 
 
-@dataclass(frozen=True)
-class Builtin:
-    """A TF built-in computing the op: its label, a callable (args, **params), what to know."""
-
-    label: str
-    fn: Callable
-    note: str = ""
-
-
-BUILTINS: dict[str, Builtin] = {
-    "log1pexp": Builtin("tf.nn.softplus(x)", lambda x: tf.nn.softplus(x)),
-    "sigmoid": Builtin("tf.math.sigmoid(x)", lambda x: tf.math.sigmoid(x)),
-    "log_sigmoid": Builtin("tf.math.log_sigmoid(x)", lambda x: tf.math.log_sigmoid(x)),
-    "silu": Builtin("tf.nn.silu(x)", lambda x: tf.nn.silu(x)),
-    "gelu": Builtin(
-        "tf.nn.gelu(x, approximate=False)",
-        lambda x: tf.nn.gelu(x, False),
-        "In float64 it is only about as accurate as float32: it scales x by "
-        "`math_ops.cast(0.7071067811865476, dtype)`, a float32 constant cast up.",
-    ),
-    "xlogx": Builtin("tf.math.xlogy(x, x)", lambda x: tf.math.xlogy(x, x)),
-    "xlogy": Builtin("tf.math.xlogy(x, y)", lambda x, y: tf.math.xlogy(x, y)),
-    "softplus_beta": Builtin(
-        "tf.nn.softplus(beta * x) / beta", lambda x, beta: tf.nn.softplus(x * beta) / beta
-    ),
-    "logaddexp": Builtin(
-        "tf.math.reduce_logsumexp(tf.stack([x, y]), axis=0)",
-        lambda x, y: tf.math.reduce_logsumexp(tf.stack([x, y]), axis=0),
-    ),
-    "hypot": Builtin(
-        "tf.norm(tf.stack([x, y]), axis=0)", lambda x, y: tf.norm(tf.stack([x, y]), axis=0)
-    ),
-    "elu": Builtin("tf.nn.elu(x)", lambda x: tf.nn.elu(x)),
-    "selu": Builtin("tf.nn.selu(x)", lambda x: tf.nn.selu(x)),
-    "huber": Builtin(
-        "tf.keras.losses.huber(0, x, delta)",
-        lambda x, delta: tf.keras.losses.huber(
-            tf.zeros_like(x)[..., None], x[..., None], delta=delta
-        ),
-    ),
-}
-
-
 def _builtin_tool(spec: Spec) -> dict[str, Callable]:
-    builtin = BUILTINS.get(spec.name)
-    if builtin is None:
-        return {}
-    params = dict(spec.params)
-    return {"builtin": lambda *args: builtin.fn(*args, **params)}
+    return builtins.tool(spec.name, "tf", spec.params)
+
+
+def _other_builtins(spec: Spec) -> dict[str, tuple[Callable, Callable]]:
+    """The JAX and PyTorch built-ins of `spec`, each with its framework's derivative runner."""
+    out = {}
+    for backend in report_frameworks.BACKENDS:
+        for tool, fn in builtins.tool(spec.name, backend, spec.params).items():
+            out[f"{backend} {tool}"] = (fn, frameworks.runner(backend).derivative)
+    return out
 
 
 def _plot(spec: Spec, out_dir: Path) -> tuple[list[plots.Curves], bytes]:
-    """The op's curves and its PNG: hogen, autodiff and the built-in where there is one."""
+    """The op's curves and its PNG: hogen, autodiff and the built-ins where there are some
+    (TensorFlow's, JAX's and PyTorch's)."""
     tools = {"hogen": verify.load_op(spec, out_dir), "autodiff": verify.naive_op(spec)}
     tools.update(_builtin_tool(spec))
-    builtin = BUILTINS.get(spec.name)
-    labels = {**_LABELS, "builtin": builtin.label if builtin else ""}
-    curves = plots.plot_curves(spec, tools)
+    labels = {**_LABELS}
+    for backend, table in builtins.BY_BACKEND.items():
+        if spec.name in table:
+            labels["builtin" if backend == "tf" else f"{backend} builtin"] = table[spec.name].label
+    curves = plots.plot_curves(spec, tools, _other_builtins(spec))
     return curves, plots.render_plot(spec, curves, labels)
 
 
@@ -102,17 +68,22 @@ _DIGEST_LINE = re.compile(r"^<!-- inputs-sha256: ([0-9a-f]{64}) -->$", re.M)
 
 
 def _measuring_code() -> list[Path]:
-    """The modules whose code decides the figures besides the ops: sampling, reference, paths."""
-    return [Path(m.__file__) for m in (accuracy, verify, plots)] + [Path(__file__)]
+    """The modules whose code decides the figures besides the ops: sampling, reference, paths,
+    the other frameworks' runners and the built-ins."""
+    modules = (accuracy, verify, plots, builtins, frameworks, report_frameworks)
+    runners = [Path(verify.__file__).with_name(f"run_{b}.py") for b in ("jax", "torch")]
+    return [Path(m.__file__) for m in modules] + runners + [Path(__file__)]
 
 
-def inputs_digest(specs: list[Spec], out_dir: Path) -> str:
+def inputs_digest(specs: list[Spec], out_dirs: dict[str, Path]) -> str:
     """sha256 of what determines the report: each spec (its hash covers hogen's version), its
-    generated module, and the measuring code. Any edit to one of them changes it."""
+    generated module for each backend in `out_dirs`, and the measuring code. Any edit to one
+    of them changes it."""
     h = hashlib.sha256(f"hogen {__version__}\n".encode())
     for spec in sorted(specs, key=lambda s: s.name):
-        module = (out_dir / f"{spec.name}.py").read_bytes()
-        h.update(f"{spec.name} {spec.sha256} {hashlib.sha256(module).hexdigest()}\n".encode())
+        for backend, out_dir in sorted(out_dirs.items()):
+            module = hashlib.sha256((out_dir / f"{spec.name}.py").read_bytes()).hexdigest()
+            h.update(f"{spec.name} {spec.sha256} {backend} {module}\n".encode())
     for path in _measuring_code():
         h.update(f"{path.name} {hashlib.sha256(path.read_bytes()).hexdigest()}\n".encode())
     return h.hexdigest()
@@ -138,7 +109,8 @@ def machine() -> str:
     """Where the figures were measured: TensorFlow, CPU model, OS, oneDNN setting."""
     onednn = os.environ.get("TF_ENABLE_ONEDNN_OPTS", "unset")
     return (
-        f"TensorFlow {tf.__version__} on CPU ({_cpu_model()}), {platform.system()} "
+        f"TensorFlow {tf.__version__}, {report_frameworks.versions()} on CPU "
+        f"({_cpu_model()}), {platform.system()} "
         f"{platform.machine()}, Python {platform.python_version()}, "
         f"TF_ENABLE_ONEDNN_OPTS={onednn}"
     )
@@ -155,7 +127,7 @@ def _cells(figures: accuracy.Figures | None) -> str:
 
 def _op_section(spec: Spec, rows: list[verify.Row]) -> list[str]:
     by_key = {(r.partial, r.dtype, r.tool): r.figures for r in rows}
-    builtin = BUILTINS.get(spec.name)
+    builtin = builtins.TF.get(spec.name)
     params = ", ".join(f"{k} = {v:g}" for k, v in spec.params)
     lines = [
         f"## {spec.name}",
@@ -217,12 +189,12 @@ def render_markdown(
 ) -> str:
     """docs/accuracy.md: how it is measured, a summary, where hogen breaks, a table per op."""
     lines = [
-        "# Accuracy: hogen against TF autodiff and TF built-ins",
+        "# Accuracy: hogen against autodiff and the built-ins of TensorFlow, JAX and PyTorch",
         "",
         "<!-- Written by `hogen report` (`make report`); do not edit. -->",
         f"<!-- inputs-sha256: {digest} -->",
         "",
-        f"Measured with {machine()}. TensorFlow's CPU kernels round differently on "
+        f"Measured with {machine()}. The frameworks' CPU kernels round differently on "
         "different processors, so another machine gives slightly different figures; the "
         "promise is what must hold on every one. The line `inputs-sha256` above records the "
         "specs, generated modules, hogen version and measuring code this page was measured "
@@ -249,7 +221,9 @@ def render_markdown(
         "",
         "Each plot shows bits of error on a grid of up to "
         f"{plots.PLOT_POINTS} points per dtype along one line through the inputs (named in its "
-        "title), against the same exact reference; the dashed line is the p99 limit. Where "
+        "title), against the same exact reference: hogen's TensorFlow op, TF autodiff, and "
+        "the built-ins of TensorFlow, JAX (under `jax.jit`) and PyTorch where they exist; the "
+        "dashed line is the p99 limit. Where "
         "a line meets the top of a panel the result is NaN, inf, or has no correct bit.",
         "",
         "## Summary",
@@ -289,7 +263,7 @@ def render_markdown(
     lines.append("")
     for spec in specs:
         lines += _op_section(spec, [r for r in rows if r.op == spec.name])
-    return "\n".join(lines)
+    return "\n".join(lines + report_frameworks.section(specs, rows))
 
 
 # --- files ------------------------------------------------------------------------------------
@@ -308,19 +282,23 @@ def _write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
-def write_report(specs: list[Spec], out_dir: Path, docs_dir: Path, samples: int) -> list[Path]:
-    """Measure every spec's op, write accuracy.md and plots/<op>.png; the paths written."""
+def write_report(
+    specs: list[Spec], out_dirs: dict[str, Path], docs_dir: Path, samples: int
+) -> list[Path]:
+    """Measure every spec's op in each backend of `out_dirs` (tf, jax, torch: the folders of
+    their generated modules), write accuracy.md and plots/<op>.png; the paths written."""
     specs = sorted(specs, key=lambda s: s.name)
     rows = []
     for spec in specs:
-        rows += verify.verify_spec(spec, out_dir, samples, extra_tools=_builtin_tool(spec))
+        rows += verify.verify_spec(spec, out_dirs["tf"], samples, extra_tools=_builtin_tool(spec))
+    rows += report_frameworks.measure(specs, out_dirs, samples)
     curves, written = {}, []
     for spec in specs:
-        curves[spec.name], png = _plot(spec, out_dir)
+        curves[spec.name], png = _plot(spec, out_dirs["tf"])
         path = docs_dir / "plots" / f"{spec.name}.png"
         _write_atomic(path, png)
         written.append(path)
     path = docs_dir / "accuracy.md"
-    text = render_markdown(specs, rows, curves, samples, inputs_digest(specs, out_dir)) + "\n"
+    text = render_markdown(specs, rows, curves, samples, inputs_digest(specs, out_dirs)) + "\n"
     _write_atomic(path, text.encode("utf-8"))
     return [path, *written]

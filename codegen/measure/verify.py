@@ -219,15 +219,10 @@ def targets(spec: Spec) -> list[Target]:
     return out
 
 
-def verify_spec(
-    spec: Spec, out_dir: Path, samples: int = 2000, extra_tools=None, paths=PATHS
-) -> list[Row]:
-    """Figures of the generated op and of naive autodiff, every partial, float32 and float64.
-
-    The generated op is measured on each of `paths` and reported at its worst; the naive
-    autodiff and `extra_tools` ({name: callable on the args}) are measured eagerly.
-    """
-    tools = {"hogen": load_op(spec, out_dir), "autodiff": naive_op(spec), **(extra_tools or {})}
+def measured_rows(spec: Spec, samples: int, tools: dict, measure) -> list[Row]:
+    """One `Row` per partial, dtype and tool: `measure(tool, fn, target, points, exact, dtype)`
+    gives its figures and path, at `samples` points against the exact reference. The loop of
+    `verify_spec` here and of `frameworks.verify_spec` for JAX and PyTorch."""
     rows = []
     for target in targets(spec):
         for dtype in accuracy.DTYPES:
@@ -239,12 +234,28 @@ def verify_spec(
                 dtype,
                 cache_dir=accuracy.default_cache_dir(),
             )
-            inputs = [tf.constant(points[:, i]) for i in range(len(spec.args))]
             for tool, fn in tools.items():
-                tool_paths = paths if tool == "hogen" else ("eager",)
-                figures, path = _measure(fn, target, inputs, exact, dtype, tool_paths)
+                figures, path = measure(tool, fn, target, points, exact, dtype)
                 rows.append(Row(spec.name, target.name, dtype, tool, figures, path))
     return rows
+
+
+def verify_spec(
+    spec: Spec, out_dir: Path, samples: int = 2000, extra_tools=None, paths=PATHS
+) -> list[Row]:
+    """Figures of the generated op and of naive autodiff, every partial, float32 and float64.
+
+    The generated op is measured on each of `paths` and reported at its worst; the naive
+    autodiff and `extra_tools` ({name: callable on the args}) are measured eagerly.
+    """
+    tools = {"hogen": load_op(spec, out_dir), "autodiff": naive_op(spec), **(extra_tools or {})}
+
+    def measure(tool, fn, target, points, exact, dtype):
+        inputs = [tf.constant(points[:, i]) for i in range(len(spec.args))]
+        tool_paths = paths if tool == "hogen" else ("eager",)
+        return _measure(fn, target, inputs, exact, dtype, tool_paths)
+
+    return measured_rows(spec, samples, tools, measure)
 
 
 def format_table(rows: list[Row]) -> str:
