@@ -36,6 +36,7 @@ report: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_ops.py
 	$(BIN)/python benchmarks/bench_build.py
+	$(BIN)/python benchmarks/bench_backends.py
 
 # The generalization corpus (issue 13); CORPUS_ARGS e.g. "--part dev --samples 400".
 corpus: $(STAMP)
