@@ -44,7 +44,7 @@ def exprel(x):
 
     Returns:
         A tensor of the inputs' dtype. float16 and bfloat16 are computed in
-        float32 and cast back; float32 is computed in float64 (measured necessary).
+        float32 and cast back.
 
     Raises:
         TypeError: if the inputs are not of one floating-point dtype.
@@ -60,15 +60,76 @@ def _exprel_value(x):
     """The value of exprel.
 
     f = (exp(x) - 1)/x
-    form (regimes(sympy+rules(expm1) | series x<16> | sympy+rules(expm1))): (-inf, -700.0):
-        (exp(x) - 1)/x; [-700.0, -0.939256132): expm1(x)/x; [-0.939256132, 0.0]:
+    float64 form (regimes(sympy+rules(expm1) | series x<16> | sympy+rules(expm1) |
+        sympy+sigmoid+log-sigmoid+absorb exp | sympy+rules(expm1))): (-inf, -700.0): (exp(x) -
+        1)/x; [-700.0, -0.939256132): expm1(x)/x; [-0.939256132, 0.0]:
         x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x/20922789888000 + 1/1307674368000) +
         1/87178291200) + 1/6227020800) + 1/479001600) + 1/39916800) + 1/3628800) + 1/362880) +
-        1/40320) + 1/5040) + 1/720) + 1/120) + 1/24) + 1/6) + 1/2) + 1; (0.0, 700.0]:
-        expm1(x)/x; (700.0, inf): (exp(x) - 1)/x
-    measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.08 / p99 1.0 bits (float32
-        computed in float64)
+        1/40320) + 1/5040) + 1/720) + 1/120) + 1/24) + 1/6) + 1/2) + 1; (0.0, 88.8): expm1(x)/x;
+        [88.8, 91.22818): sign(tanh(x/2)/x)*exp(log(Abs(tanh(x/2)/x)) + softplus(x)); [91.22818,
+        700.0]: expm1(x)/x; (700.0, inf): (exp(x) - 1)/x
+    float32 form (regimes float32(sympy+rules(expm1) | series x<16> | sympy+rules(expm1) |
+        sympy+sigmoid+log-sigmoid+absorb exp)): (-inf, -700.0): (exp(x) - 1)/x; [-700.0,
+        -3.141): expm1(x)/x; [-3.141, 1.1754943508222875e-38):
+        x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x/20922789888000 + 1/1307674368000) +
+        1/87178291200) + 1/6227020800) + 1/479001600) + 1/39916800) + 1/3628800) + 1/362880) +
+        1/40320) + 1/5040) + 1/720) + 1/120) + 1/24) + 1/6) + 1/2) + 1; [1.1754943508222875e-38,
+        88.8): expm1(x)/x; [88.8, 700.0]: sign(tanh(x/2)/x)*exp(log(Abs(tanh(x/2)/x)) +
+        softplus(x)); (700.0, inf): (exp(x) - 1)/x
+    measured float32 mean 0.09 / p99 1.0 bits, float64 mean 0.08 / p99 1.0 bits
     """
+    if x.dtype == torch.float32:
+        v0 = torch.exp(x)
+        v1 = torch.sub(v0, 1.0)
+        v2 = torch.div(v1, x)
+        v3 = torch.expm1(x)
+        v4 = torch.div(v3, x)
+        v5 = torch.mul(x, 4.779477332387385e-14)
+        v6 = torch.add(v5, 7.647163731819816e-13)
+        v7 = torch.mul(x, v6)
+        v8 = torch.add(v7, 1.1470745597729725e-11)
+        v9 = torch.mul(x, v8)
+        v10 = torch.add(v9, 1.6059043836821613e-10)
+        v11 = torch.mul(x, v10)
+        v12 = torch.add(v11, 2.08767569878681e-09)
+        v13 = torch.mul(x, v12)
+        v14 = torch.add(v13, 2.505210838544172e-08)
+        v15 = torch.mul(x, v14)
+        v16 = torch.add(v15, 2.755731922398589e-07)
+        v17 = torch.mul(x, v16)
+        v18 = torch.add(v17, 2.7557319223985893e-06)
+        v19 = torch.mul(x, v18)
+        v20 = torch.add(v19, 2.48015873015873e-05)
+        v21 = torch.mul(x, v20)
+        v22 = torch.add(v21, 0.0001984126984126984)
+        v23 = torch.mul(x, v22)
+        v24 = torch.add(v23, 0.001388888888888889)
+        v25 = torch.mul(x, v24)
+        v26 = torch.add(v25, 0.008333333333333333)
+        v27 = torch.mul(x, v26)
+        v28 = torch.add(v27, 0.041666666666666664)
+        v29 = torch.mul(x, v28)
+        v30 = torch.add(v29, 0.16666666666666666)
+        v31 = torch.mul(x, v30)
+        v32 = torch.add(v31, 0.5)
+        v33 = torch.mul(x, v32)
+        v34 = torch.add(v33, 1.0)
+        v35 = torch.mul(x, 0.5)
+        v36 = torch.tanh(v35)
+        v37 = torch.div(v36, x)
+        v38 = torch.sign(v37)
+        v39 = torch.abs(v37)
+        v40 = torch.log(v39)
+        v41 = _softplus(x)
+        v42 = torch.add(v40, v41)
+        v43 = torch.exp(v42)
+        v44 = torch.mul(v38, v43)
+        v45 = torch.where(x <= 700.0, v44, v2)
+        v46 = torch.where(x < 88.8, v4, v45)
+        v47 = torch.where(x < 1.1754943508222875e-38, v34, v46)
+        v48 = torch.where(x < -3.141, v4, v47)
+        value = torch.where(x < -700.0, v2, v48)
+        return value
     v0 = torch.exp(x)
     v1 = torch.sub(v0, 1.0)
     v2 = torch.div(v1, x)
@@ -104,10 +165,22 @@ def _exprel_value(x):
     v32 = torch.add(v31, 0.5)
     v33 = torch.mul(x, v32)
     v34 = torch.add(v33, 1.0)
-    v35 = torch.where(x <= 700.0, v4, v2)
-    v36 = torch.where(x <= 0.0, v34, v35)
-    v37 = torch.where(x < -0.939256132, v4, v36)
-    value = torch.where(x < -700.0, v2, v37)
+    v35 = torch.mul(x, 0.5)
+    v36 = torch.tanh(v35)
+    v37 = torch.div(v36, x)
+    v38 = torch.sign(v37)
+    v39 = torch.abs(v37)
+    v40 = torch.log(v39)
+    v41 = _softplus(x)
+    v42 = torch.add(v40, v41)
+    v43 = torch.exp(v42)
+    v44 = torch.mul(v38, v43)
+    v45 = torch.where(x <= 700.0, v4, v2)
+    v46 = torch.where(x < 91.22818, v44, v45)
+    v47 = torch.where(x < 88.8, v4, v46)
+    v48 = torch.where(x <= 0.0, v34, v47)
+    v49 = torch.where(x < -0.939256132, v4, v48)
+    value = torch.where(x < -700.0, v2, v49)
     return value
 
 
@@ -115,62 +188,150 @@ def _exprel_d_x(x):
     """f' of exprel.
 
     f' = exp(x)/x - (exp(x) - 1)/x**2
-    form (regimes(sympy+spread powers+rules(expm1) | series x<16> | sympy+spread
-        powers+rules(expm1))): (-inf, -700.0): exp(x)/x - (exp(x) - 1)/x**2; [-700.0, -0.89):
-        ((-expm1(x))*1/x)*1/x + exp(x)/x; [-0.89, 0.29):
+    float64 form (regimes(sympy+sigmoid+rules(sigmoid_complement) | series x<16> | sympy+spread
+        powers+rules(expm1) | series x<16> | sympy+sigmoid+rules(sigmoid_complement))): (-inf,
+        -700.0): exp(x)/x - (exp(x) - 1)/x**2; [-700.0, -0.89): (x*sigmoid(x) -
+        tanh(x/2))/(x**2*sigmoid(-x)); [-0.89, 0.69347097):
         x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x/22230464256000 + 1/1394852659200) +
         1/93405312000) + 1/6706022400) + 1/518918400) + 1/43545600) + 1/3991680) + 1/403200) +
-        1/45360) + 1/5760) + 1/840) + 1/144) + 1/30) + 1/8) + 1/3) + 1/2; [0.29, 700.0]:
-        ((-expm1(x))*1/x)*1/x + exp(x)/x; (700.0, inf): exp(x)/x - (exp(x) - 1)/x**2
-    measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.11 / p99 1.6 bits (float32
-        computed in float64)
+        1/45360) + 1/5760) + 1/840) + 1/144) + 1/30) + 1/8) + 1/3) + 1/2; [0.69347097,
+        88.838165): ((-expm1(x))*1/x)*1/x + exp(x)/x; [88.838165, 91.22818):
+        x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x/22230464256000 + 1/1394852659200) +
+        1/93405312000) + 1/6706022400) + 1/518918400) + 1/43545600) + 1/3991680) + 1/403200) +
+        1/45360) + 1/5760) + 1/840) + 1/144) + 1/30) + 1/8) + 1/3) + 1/2; [91.22818, 700.0]:
+        (x*sigmoid(x) - tanh(x/2))/(x**2*sigmoid(-x)); (700.0, inf): exp(x)/x - (exp(x) -
+        1)/x**2
+    float32 form (regimes float32(sympy+sigmoid+rules(sigmoid_complement) | series x<16> |
+        sympy+spread powers+rules(expm1) | series x<16> |
+        sympy+sigmoid+rules(sigmoid_complement))): (-inf, -700.0): exp(x)/x - (exp(x) - 1)/x**2;
+        [-700.0, -2.3): (x*sigmoid(x) - tanh(x/2))/(x**2*sigmoid(-x)); [-2.3, 0.696):
+        x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x/22230464256000 + 1/1394852659200) +
+        1/93405312000) + 1/6706022400) + 1/518918400) + 1/43545600) + 1/3991680) + 1/403200) +
+        1/45360) + 1/5760) + 1/840) + 1/144) + 1/30) + 1/8) + 1/3) + 1/2; [0.696, 88.8):
+        ((-expm1(x))*1/x)*1/x + exp(x)/x; [88.8, 93.897):
+        x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x/22230464256000 + 1/1394852659200) +
+        1/93405312000) + 1/6706022400) + 1/518918400) + 1/43545600) + 1/3991680) + 1/403200) +
+        1/45360) + 1/5760) + 1/840) + 1/144) + 1/30) + 1/8) + 1/3) + 1/2; [93.897, 700.0]:
+        (x*sigmoid(x) - tanh(x/2))/(x**2*sigmoid(-x)); (700.0, inf): exp(x)/x - (exp(x) -
+        1)/x**2
+    measured float32 mean 0.12 / p99 1.6 bits, float64 mean 0.09 / p99 1.6 bits
     """
+    if x.dtype == torch.float32:
+        v0 = torch.exp(x)
+        v1 = torch.div(v0, x)
+        v2 = torch.sub(v0, 1.0)
+        v3 = torch.square(x)
+        v4 = torch.div(v2, v3)
+        v5 = torch.sub(v1, v4)
+        v6 = torch.sigmoid(x)
+        v7 = torch.mul(x, v6)
+        v8 = torch.mul(x, 0.5)
+        v9 = torch.tanh(v8)
+        v10 = torch.sub(v7, v9)
+        v11 = torch.neg(x)
+        v12 = torch.sigmoid(v11)
+        v13 = torch.mul(v3, v12)
+        v14 = torch.div(v10, v13)
+        v15 = torch.mul(x, 4.498331606952833e-14)
+        v16 = torch.add(v15, 7.169215998581078e-13)
+        v17 = torch.mul(x, v16)
+        v18 = torch.add(v17, 1.0706029224547743e-11)
+        v19 = torch.mul(x, v18)
+        v20 = torch.add(v19, 1.4911969277048643e-10)
+        v21 = torch.mul(x, v20)
+        v22 = torch.add(v21, 1.9270852604185937e-09)
+        v23 = torch.mul(x, v22)
+        v24 = torch.add(v23, 2.296443268665491e-08)
+        v25 = torch.mul(x, v24)
+        v26 = torch.add(v25, 2.505210838544172e-07)
+        v27 = torch.mul(x, v26)
+        v28 = torch.add(v27, 2.48015873015873e-06)
+        v29 = torch.mul(x, v28)
+        v30 = torch.add(v29, 2.2045855379188714e-05)
+        v31 = torch.mul(x, v30)
+        v32 = torch.add(v31, 0.00017361111111111112)
+        v33 = torch.mul(x, v32)
+        v34 = torch.add(v33, 0.0011904761904761906)
+        v35 = torch.mul(x, v34)
+        v36 = torch.add(v35, 0.006944444444444444)
+        v37 = torch.mul(x, v36)
+        v38 = torch.add(v37, 0.03333333333333333)
+        v39 = torch.mul(x, v38)
+        v40 = torch.add(v39, 0.125)
+        v41 = torch.mul(x, v40)
+        v42 = torch.add(v41, 0.3333333333333333)
+        v43 = torch.mul(x, v42)
+        v44 = torch.add(v43, 0.5)
+        v45 = torch.expm1(x)
+        v46 = torch.neg(v45)
+        v47 = 1.0 / x
+        v48 = torch.mul(v46, v47)
+        v49 = torch.mul(v48, v47)
+        v50 = torch.add(v1, v49)
+        v51 = torch.where(x <= 700.0, v14, v5)
+        v52 = torch.where(x < 93.897, v44, v51)
+        v53 = torch.where(x < 88.8, v50, v52)
+        v54 = torch.where(x < 0.696, v44, v53)
+        v55 = torch.where(x < -2.3, v14, v54)
+        d_x = torch.where(x < -700.0, v5, v55)
+        return d_x
     v0 = torch.exp(x)
     v1 = torch.div(v0, x)
     v2 = torch.sub(v0, 1.0)
     v3 = torch.square(x)
     v4 = torch.div(v2, v3)
     v5 = torch.sub(v1, v4)
-    v6 = torch.expm1(x)
-    v7 = torch.neg(v6)
-    v8 = 1.0 / x
-    v9 = torch.mul(v7, v8)
-    v10 = torch.mul(v9, v8)
-    v11 = torch.add(v1, v10)
-    v12 = torch.mul(x, 4.498331606952833e-14)
-    v13 = torch.add(v12, 7.169215998581078e-13)
-    v14 = torch.mul(x, v13)
-    v15 = torch.add(v14, 1.0706029224547743e-11)
-    v16 = torch.mul(x, v15)
-    v17 = torch.add(v16, 1.4911969277048643e-10)
-    v18 = torch.mul(x, v17)
-    v19 = torch.add(v18, 1.9270852604185937e-09)
-    v20 = torch.mul(x, v19)
-    v21 = torch.add(v20, 2.296443268665491e-08)
-    v22 = torch.mul(x, v21)
-    v23 = torch.add(v22, 2.505210838544172e-07)
-    v24 = torch.mul(x, v23)
-    v25 = torch.add(v24, 2.48015873015873e-06)
-    v26 = torch.mul(x, v25)
-    v27 = torch.add(v26, 2.2045855379188714e-05)
-    v28 = torch.mul(x, v27)
-    v29 = torch.add(v28, 0.00017361111111111112)
-    v30 = torch.mul(x, v29)
-    v31 = torch.add(v30, 0.0011904761904761906)
-    v32 = torch.mul(x, v31)
-    v33 = torch.add(v32, 0.006944444444444444)
-    v34 = torch.mul(x, v33)
-    v35 = torch.add(v34, 0.03333333333333333)
-    v36 = torch.mul(x, v35)
-    v37 = torch.add(v36, 0.125)
-    v38 = torch.mul(x, v37)
-    v39 = torch.add(v38, 0.3333333333333333)
-    v40 = torch.mul(x, v39)
-    v41 = torch.add(v40, 0.5)
-    v42 = torch.where(x <= 700.0, v11, v5)
-    v43 = torch.where(x < 0.29, v41, v42)
-    v44 = torch.where(x < -0.89, v11, v43)
-    d_x = torch.where(x < -700.0, v5, v44)
+    v6 = torch.sigmoid(x)
+    v7 = torch.mul(x, v6)
+    v8 = torch.mul(x, 0.5)
+    v9 = torch.tanh(v8)
+    v10 = torch.sub(v7, v9)
+    v11 = torch.neg(x)
+    v12 = torch.sigmoid(v11)
+    v13 = torch.mul(v3, v12)
+    v14 = torch.div(v10, v13)
+    v15 = torch.mul(x, 4.498331606952833e-14)
+    v16 = torch.add(v15, 7.169215998581078e-13)
+    v17 = torch.mul(x, v16)
+    v18 = torch.add(v17, 1.0706029224547743e-11)
+    v19 = torch.mul(x, v18)
+    v20 = torch.add(v19, 1.4911969277048643e-10)
+    v21 = torch.mul(x, v20)
+    v22 = torch.add(v21, 1.9270852604185937e-09)
+    v23 = torch.mul(x, v22)
+    v24 = torch.add(v23, 2.296443268665491e-08)
+    v25 = torch.mul(x, v24)
+    v26 = torch.add(v25, 2.505210838544172e-07)
+    v27 = torch.mul(x, v26)
+    v28 = torch.add(v27, 2.48015873015873e-06)
+    v29 = torch.mul(x, v28)
+    v30 = torch.add(v29, 2.2045855379188714e-05)
+    v31 = torch.mul(x, v30)
+    v32 = torch.add(v31, 0.00017361111111111112)
+    v33 = torch.mul(x, v32)
+    v34 = torch.add(v33, 0.0011904761904761906)
+    v35 = torch.mul(x, v34)
+    v36 = torch.add(v35, 0.006944444444444444)
+    v37 = torch.mul(x, v36)
+    v38 = torch.add(v37, 0.03333333333333333)
+    v39 = torch.mul(x, v38)
+    v40 = torch.add(v39, 0.125)
+    v41 = torch.mul(x, v40)
+    v42 = torch.add(v41, 0.3333333333333333)
+    v43 = torch.mul(x, v42)
+    v44 = torch.add(v43, 0.5)
+    v45 = torch.expm1(x)
+    v46 = torch.neg(v45)
+    v47 = 1.0 / x
+    v48 = torch.mul(v46, v47)
+    v49 = torch.mul(v48, v47)
+    v50 = torch.add(v1, v49)
+    v51 = torch.where(x <= 700.0, v14, v5)
+    v52 = torch.where(x < 91.22818, v44, v51)
+    v53 = torch.where(x < 88.838165, v50, v52)
+    v54 = torch.where(x < 0.69347097, v44, v53)
+    v55 = torch.where(x < -0.89, v14, v54)
+    d_x = torch.where(x < -700.0, v5, v55)
     return d_x
 
 
@@ -178,17 +339,161 @@ def _exprel_d_xx(x):
     """f'' of exprel (the last custom order: autodiff beyond it differentiates this form).
 
     f'' = exp(x)/x - 2*exp(x)/x**2 + 2*(exp(x) - 1)/x**3
-    form (regimes(cancel+spread powers+rules(expm1) | series x<16> | sympy+spread
-        powers+rules(expm1))): (-inf, -700.0): exp(x)/x - 2*exp(x)/x**2 + 2*(exp(x) - 1)/x**3;
-        [-700.0, -0.85): (((-2*x*exp(x) + x*(x*exp(x)) + 2*expm1(x))*1/x)*1/x)*1/x; [-0.85,
-        0.88192993): x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x/23538138624000 +
-        1/1482030950400) + 1/99632332800) + 1/7185024000) + 1/558835200) + 1/47174400) +
-        1/4354560) + 1/443520) + 1/50400) + 1/6480) + 1/960) + 1/168) + 1/36) + 1/10) + 1/4) +
-        1/3; [0.88192993, 700.0]: (((2*expm1(x))*1/x)*1/x)*1/x + ((-2*exp(x))*1/x)*1/x +
-        exp(x)/x; (700.0, inf): exp(x)/x - 2*exp(x)/x**2 + 2*(exp(x) - 1)/x**3
-    measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.26 / p99 2.0 bits (float32
-        computed in float64)
+    float64 form (regimes(cancel+spread powers+rules(expm1) | series x<16> | sympy+spread
+        powers+rules(expm1) | sympy+sigmoid+log-sigmoid+absorb exp |
+        sympy+sigmoid+rules(sigmoid_complement))): (-inf, -700.0): exp(x)/x - 2*exp(x)/x**2 +
+        2*(exp(x) - 1)/x**3; [-700.0, -0.85): (((-2*x*exp(x) + x*(x*exp(x)) +
+        2*expm1(x))*1/x)*1/x)*1/x; [-0.85, 0.88192993):
+        x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x/23538138624000 + 1/1482030950400) +
+        1/99632332800) + 1/7185024000) + 1/558835200) + 1/47174400) + 1/4354560) + 1/443520) +
+        1/50400) + 1/6480) + 1/960) + 1/168) + 1/36) + 1/10) + 1/4) + 1/3; [0.88192993, 88.4):
+        (((2*expm1(x))*1/x)*1/x)*1/x + ((-2*exp(x))*1/x)*1/x + exp(x)/x; [88.4, 91.22818):
+        sign((2*tanh(x/2) - sign(x)*exp(log(2*Abs(x)) - softplus(-x)) + sign(x**2)*exp(log(x**2)
+        - softplus(-x)))/x**3)*exp(log(Abs((2*tanh(x/2) - sign(x)*exp(log(2*Abs(x)) -
+        softplus(-x)) + sign(x**2)*exp(log(x**2) - softplus(-x)))/x**3)) + softplus(x));
+        [91.22818, 700.0]: (x**2*sigmoid(x) - 2*x*sigmoid(x) + 2*tanh(x/2))/(x**3*sigmoid(-x));
+        (700.0, inf): exp(x)/x - 2*exp(x)/x**2 + 2*(exp(x) - 1)/x**3
+    float32 form (regimes float32(sympy+sigmoid+rules(sigmoid_complement) | series x<16> |
+        sympy+spread powers+rules(expm1) | sympy+sigmoid+log-sigmoid+absorb exp)): (-inf,
+        -700.0): exp(x)/x - 2*exp(x)/x**2 + 2*(exp(x) - 1)/x**3; [-700.0, -2.562011):
+        (x**2*sigmoid(x) - 2*x*sigmoid(x) + 2*tanh(x/2))/(x**3*sigmoid(-x)); [-2.562011, 1.24):
+        x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x/23538138624000 + 1/1482030950400) +
+        1/99632332800) + 1/7185024000) + 1/558835200) + 1/47174400) + 1/4354560) + 1/443520) +
+        1/50400) + 1/6480) + 1/960) + 1/168) + 1/36) + 1/10) + 1/4) + 1/3; [1.24, 88.4):
+        (((2*expm1(x))*1/x)*1/x)*1/x + ((-2*exp(x))*1/x)*1/x + exp(x)/x; [88.4, 700.0]:
+        sign((2*tanh(x/2) - sign(x)*exp(log(2*Abs(x)) - softplus(-x)) + sign(x**2)*exp(log(x**2)
+        - softplus(-x)))/x**3)*exp(log(Abs((2*tanh(x/2) - sign(x)*exp(log(2*Abs(x)) -
+        softplus(-x)) + sign(x**2)*exp(log(x**2) - softplus(-x)))/x**3)) + softplus(x)); (700.0,
+        inf): exp(x)/x - 2*exp(x)/x**2 + 2*(exp(x) - 1)/x**3
+    measured float32 mean 0.25 / p99 1.6 bits, float64 mean 0.26 / p99 2.0 bits
     """
+    if x.dtype == torch.float32:
+        v0 = torch.clamp(x, max=-700.0)
+        v1 = torch.exp(v0)
+        v2 = torch.sub(v1, 1.0)
+        v3 = torch.mul(v2, 2.0)
+        v4 = torch.mul(v0, v0)
+        v5 = torch.mul(v4, v0)
+        v6 = torch.div(v3, v5)
+        v7 = torch.div(v1, v0)
+        v8 = torch.add(v6, v7)
+        v9 = torch.mul(v1, 2.0)
+        v10 = torch.square(v0)
+        v11 = torch.div(v9, v10)
+        v12 = torch.sub(v8, v11)
+        v13 = torch.clamp(x, -700.0, -2.562011)
+        v14 = torch.square(v13)
+        v15 = torch.sigmoid(v13)
+        v16 = torch.mul(v14, v15)
+        v17 = torch.mul(v13, 0.5)
+        v18 = torch.tanh(v17)
+        v19 = torch.mul(v18, 2.0)
+        v20 = torch.add(v16, v19)
+        v21 = torch.mul(v13, 2.0)
+        v22 = torch.mul(v21, v15)
+        v23 = torch.sub(v20, v22)
+        v24 = torch.mul(v13, v13)
+        v25 = torch.mul(v24, v13)
+        v26 = torch.neg(v13)
+        v27 = torch.sigmoid(v26)
+        v28 = torch.mul(v25, v27)
+        v29 = torch.div(v23, v28)
+        v30 = torch.clamp(x, -2.562011, 1.24)
+        v31 = torch.mul(v30, 4.2484242954554536e-14)
+        v32 = torch.add(v31, 6.74749741042925e-13)
+        v33 = torch.mul(v30, v32)
+        v34 = torch.add(v33, 1.0036902398013508e-11)
+        v35 = torch.mul(v30, v34)
+        v36 = torch.add(v35, 1.3917837991912066e-10)
+        v37 = torch.mul(v30, v36)
+        v38 = torch.add(v37, 1.789436313245837e-09)
+        v39 = torch.mul(v30, v38)
+        v40 = torch.add(v39, 2.1197937864604532e-08)
+        v41 = torch.mul(v30, v40)
+        v42 = torch.add(v41, 2.296443268665491e-07)
+        v43 = torch.mul(v30, v42)
+        v44 = torch.add(v43, 2.2546897546897547e-06)
+        v45 = torch.mul(v30, v44)
+        v46 = torch.add(v45, 1.984126984126984e-05)
+        v47 = torch.mul(v30, v46)
+        v48 = torch.add(v47, 0.00015432098765432098)
+        v49 = torch.mul(v30, v48)
+        v50 = torch.add(v49, 0.0010416666666666667)
+        v51 = torch.mul(v30, v50)
+        v52 = torch.add(v51, 0.005952380952380952)
+        v53 = torch.mul(v30, v52)
+        v54 = torch.add(v53, 0.027777777777777776)
+        v55 = torch.mul(v30, v54)
+        v56 = torch.add(v55, 0.1)
+        v57 = torch.mul(v30, v56)
+        v58 = torch.add(v57, 0.25)
+        v59 = torch.mul(v30, v58)
+        v60 = torch.add(v59, 0.3333333333333333)
+        v61 = torch.clamp(x, 1.24, 88.4)
+        v62 = torch.exp(v61)
+        v63 = torch.div(v62, v61)
+        v64 = torch.expm1(v61)
+        v65 = torch.mul(v64, 2.0)
+        v66 = 1.0 / v61
+        v67 = torch.mul(v65, v66)
+        v68 = torch.mul(v67, v66)
+        v69 = torch.mul(v68, v66)
+        v70 = torch.add(v63, v69)
+        v71 = torch.mul(v62, 2.0)
+        v72 = torch.neg(v71)
+        v73 = torch.mul(v72, v66)
+        v74 = torch.mul(v73, v66)
+        v75 = torch.add(v70, v74)
+        v76 = torch.clamp(x, 88.4, 700.0)
+        v77 = torch.square(v76)
+        v78 = torch.sign(v77)
+        v79 = torch.log(v77)
+        v80 = torch.neg(v76)
+        v81 = _softplus(v80)
+        v82 = torch.sub(v79, v81)
+        v83 = torch.exp(v82)
+        v84 = torch.mul(v78, v83)
+        v85 = torch.mul(v76, 0.5)
+        v86 = torch.tanh(v85)
+        v87 = torch.mul(v86, 2.0)
+        v88 = torch.add(v84, v87)
+        v89 = torch.sign(v76)
+        v90 = torch.abs(v76)
+        v91 = torch.mul(v90, 2.0)
+        v92 = torch.log(v91)
+        v93 = torch.sub(v92, v81)
+        v94 = torch.exp(v93)
+        v95 = torch.mul(v89, v94)
+        v96 = torch.sub(v88, v95)
+        v97 = torch.mul(v76, v76)
+        v98 = torch.mul(v97, v76)
+        v99 = torch.div(v96, v98)
+        v100 = torch.sign(v99)
+        v101 = torch.abs(v99)
+        v102 = torch.log(v101)
+        v103 = _softplus(v76)
+        v104 = torch.add(v102, v103)
+        v105 = torch.exp(v104)
+        v106 = torch.mul(v100, v105)
+        v107 = torch.clamp(x, min=700.0)
+        v108 = torch.exp(v107)
+        v109 = torch.sub(v108, 1.0)
+        v110 = torch.mul(v109, 2.0)
+        v111 = torch.mul(v107, v107)
+        v112 = torch.mul(v111, v107)
+        v113 = torch.div(v110, v112)
+        v114 = torch.div(v108, v107)
+        v115 = torch.add(v113, v114)
+        v116 = torch.mul(v108, 2.0)
+        v117 = torch.square(v107)
+        v118 = torch.div(v116, v117)
+        v119 = torch.sub(v115, v118)
+        v120 = torch.where(x <= 700.0, v106, v119)
+        v121 = torch.where(x < 88.4, v75, v120)
+        v122 = torch.where(x < 1.24, v60, v121)
+        v123 = torch.where(x < -2.562011, v29, v122)
+        d_xx = torch.where(x < -700.0, v12, v123)
+        return d_xx
     v0 = torch.clamp(x, max=-700.0)
     v1 = torch.exp(v0)
     v2 = torch.sub(v1, 1.0)
@@ -247,7 +552,7 @@ def _exprel_d_xx(x):
     v55 = torch.add(v54, 0.25)
     v56 = torch.mul(v27, v55)
     v57 = torch.add(v56, 0.3333333333333333)
-    v58 = torch.clamp(x, 0.88192993, 700.0)
+    v58 = torch.clamp(x, 0.88192993, 88.4)
     v59 = torch.exp(v58)
     v60 = torch.div(v59, v58)
     v61 = torch.expm1(v58)
@@ -262,23 +567,73 @@ def _exprel_d_xx(x):
     v70 = torch.mul(v69, v63)
     v71 = torch.mul(v70, v63)
     v72 = torch.add(v67, v71)
-    v73 = torch.clamp(x, min=700.0)
-    v74 = torch.exp(v73)
-    v75 = torch.sub(v74, 1.0)
-    v76 = torch.mul(v75, 2.0)
-    v77 = torch.mul(v73, v73)
-    v78 = torch.mul(v77, v73)
-    v79 = torch.div(v76, v78)
-    v80 = torch.div(v74, v73)
-    v81 = torch.add(v79, v80)
-    v82 = torch.mul(v74, 2.0)
-    v83 = torch.square(v73)
-    v84 = torch.div(v82, v83)
-    v85 = torch.sub(v81, v84)
-    v86 = torch.where(x <= 700.0, v72, v85)
-    v87 = torch.where(x < 0.88192993, v57, v86)
-    v88 = torch.where(x < -0.85, v26, v87)
-    d_xx = torch.where(x < -700.0, v12, v88)
+    v73 = torch.clamp(x, 88.4, 91.22818)
+    v74 = torch.square(v73)
+    v75 = torch.sign(v74)
+    v76 = torch.log(v74)
+    v77 = torch.neg(v73)
+    v78 = _softplus(v77)
+    v79 = torch.sub(v76, v78)
+    v80 = torch.exp(v79)
+    v81 = torch.mul(v75, v80)
+    v82 = torch.mul(v73, 0.5)
+    v83 = torch.tanh(v82)
+    v84 = torch.mul(v83, 2.0)
+    v85 = torch.add(v81, v84)
+    v86 = torch.sign(v73)
+    v87 = torch.abs(v73)
+    v88 = torch.mul(v87, 2.0)
+    v89 = torch.log(v88)
+    v90 = torch.sub(v89, v78)
+    v91 = torch.exp(v90)
+    v92 = torch.mul(v86, v91)
+    v93 = torch.sub(v85, v92)
+    v94 = torch.mul(v73, v73)
+    v95 = torch.mul(v94, v73)
+    v96 = torch.div(v93, v95)
+    v97 = torch.sign(v96)
+    v98 = torch.abs(v96)
+    v99 = torch.log(v98)
+    v100 = _softplus(v73)
+    v101 = torch.add(v99, v100)
+    v102 = torch.exp(v101)
+    v103 = torch.mul(v97, v102)
+    v104 = torch.clamp(x, 91.22818, 700.0)
+    v105 = torch.square(v104)
+    v106 = torch.sigmoid(v104)
+    v107 = torch.mul(v105, v106)
+    v108 = torch.mul(v104, 0.5)
+    v109 = torch.tanh(v108)
+    v110 = torch.mul(v109, 2.0)
+    v111 = torch.add(v107, v110)
+    v112 = torch.mul(v104, 2.0)
+    v113 = torch.mul(v112, v106)
+    v114 = torch.sub(v111, v113)
+    v115 = torch.mul(v104, v104)
+    v116 = torch.mul(v115, v104)
+    v117 = torch.neg(v104)
+    v118 = torch.sigmoid(v117)
+    v119 = torch.mul(v116, v118)
+    v120 = torch.div(v114, v119)
+    v121 = torch.clamp(x, min=700.0)
+    v122 = torch.exp(v121)
+    v123 = torch.sub(v122, 1.0)
+    v124 = torch.mul(v123, 2.0)
+    v125 = torch.mul(v121, v121)
+    v126 = torch.mul(v125, v121)
+    v127 = torch.div(v124, v126)
+    v128 = torch.div(v122, v121)
+    v129 = torch.add(v127, v128)
+    v130 = torch.mul(v122, 2.0)
+    v131 = torch.square(v121)
+    v132 = torch.div(v130, v131)
+    v133 = torch.sub(v129, v132)
+    v134 = torch.where(x <= 700.0, v120, v133)
+    v135 = torch.where(x < 91.22818, v103, v134)
+    v136 = torch.where(x < 88.4, v72, v135)
+    v137 = torch.where(x < 0.88192993, v57, v136)
+    v138 = torch.where(x < -0.85, v26, v137)
+    d_xx = torch.where(x < -700.0, v12, v138)
     return d_xx
 
 
@@ -290,9 +645,9 @@ _FORMS = {
 
 
 def _compute_dtype(dtype):
-    """float16, bfloat16 and float32 are computed in float64 (measured necessary)."""
-    if dtype in (torch.float16, torch.bfloat16, torch.float32):
-        return torch.float64
+    """float16 and bfloat16 are computed in float32."""
+    if dtype in (torch.float16, torch.bfloat16):
+        return torch.float32
     return dtype
 
 

@@ -88,3 +88,23 @@ def test_lowered_names_of_the_tf_kernels():
     )
     ops = {step.op for step in program.steps}
     assert {"lgamma", "digamma", "polygamma", "erfinv", "atan2"} <= ops
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("n", [1, 2])
+def test_mirror_polygamma_flushes_where_tensorflow_does(n, dtype):
+    """tf.math.polygamma(n, u) sums u**-(n + 1) terms, flushed to 0 below the smallest normal:
+    it returns 0 where the exact value is a normal number. The mirror the stabilizer measures
+    with must do the same, or it ships forms that fail there (poisson_nll's f_kk did)."""
+    from conftest_tf import tf
+
+    info = np.finfo(dtype)
+    edge = float(info.tiny) ** (-1.0 / (n + 1))
+    points = np.array([edge / 4, edge / 1.5, edge * 1.5, edge * 4, 1e3, 7.5], dtype=dtype)
+    points = points[np.isfinite(points)]
+    program = lower([_parse(f"polygamma({n}, x)")], {x: "x"})
+    mirrored = run(program, {"x": points}, dtype)[0]
+    got = tf.math.polygamma(tf.fill(points.shape, tf.constant(n, dtype)), points).numpy()
+    assert np.array_equal(mirrored == 0, got == 0), (points, mirrored, got)
+    assert (got == 0).any() and (got != 0).any()
+    np.testing.assert_allclose(mirrored, got, rtol=64 * info.eps)

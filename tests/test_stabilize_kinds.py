@@ -2,8 +2,9 @@
 
 Each spec exercises one mechanism: forms in x - y (logaddexp), the hypot rule and
 bounded ratios (hypot), series joined by regimes near a removable singularity
-(exprel), a zero piece where a derivative underflows (gelu f''), and computing
-float32 in float64 where no float32 form keeps the promise (silu). The assertion is
+(exprel), a zero piece where a derivative underflows (gelu f''), a form of float32's own
+where no one form serves both dtypes (silu f''), and computing float32 in float64 where no
+float32 form keeps the promise (log_ndtr). The assertion is
 always the promise itself (mean, p99, failures against ball arithmetic), plus the
 structural fact that the mechanism was what kept it.
 """
@@ -47,6 +48,11 @@ def gelu() -> StableForms:
 @pytest.fixture(scope="module")
 def silu() -> StableForms:
     return _forms("silu")
+
+
+@pytest.fixture(scope="module")
+def log_ndtr() -> StableForms:
+    return _forms("log_ndtr")
 
 
 def _pieces(form):
@@ -101,20 +107,34 @@ def test_gelu_second_derivative_has_a_zero_piece_where_it_underflows(gelu):
     assert sp.S.Zero in second.chosen.form.forms
 
 
-def test_silu_float32_is_computed_in_float64(silu):
-    assert silu.promote_float32
-    # float32 alone breaks the promise for some order: the first pass says so
-    first_pass = [choose(silu.spec, partial) for partial in derive(silu.spec).partials]
+def test_silu_float32_has_a_form_of_its_own(silu):
+    """sigmoid(-x) is subnormal in float32 near x = 90 (flushed to 0) and fine in float64:
+    float32 gets pieces there that float64 does not need."""
+    assert not silu.promote_float32
+    second = silu.choices[2]
+    own = second.float32_form
+    assert own is not None and own.form != second.chosen.form
+    assert own.figures[0].keeps_promise(), "float32's own form keeps float32's promise"
+    assert not second.chosen.figures[0].keeps_promise(), "float64's form alone breaks float32"
+    assert second.chosen.figures[1].keeps_promise()
+    assert second.keeps_promise()
+
+
+def test_log_ndtr_float32_is_computed_in_float64(log_ndtr):
+    assert log_ndtr.promote_float32
+    # float32 alone breaks the promise for some order, with no form of its own: the first pass
+    first_pass = [choose(log_ndtr.spec, partial) for partial in derive(log_ndtr.spec).partials]
     needing = [c for c in first_pass if c.promote_float32]
     assert needing, "some partial needs float64 to keep the float32 promise"
     for choice in needing:
+        assert choice.float32_form is None
         assert not choice.chosen.figures[0].keeps_promise(), "float32 alone breaks it"
         assert choice.promoted_float32.keeps_promise(), "float32 computed in float64 keeps it"
 
 
-def test_promoted_op_chooses_every_order_as_it_ships(silu):
+def test_promoted_op_chooses_every_order_as_it_ships(log_ndtr):
     """One compute dtype per op: every order is chosen measuring float32 in float64."""
-    for choice in silu.choices:
+    for choice in log_ndtr.choices:
         assert choice.promote_float32, choice.index
         assert choice.chosen.figures[0] == choice.promoted_float32
         assert choice.promoted_float32.keeps_promise(), choice.index

@@ -87,7 +87,13 @@ def wrap(text: str, indent: str, hanging: bool = True) -> list[str]:
 def choice_doc(args, choice: Choice, indent: str) -> list[str]:
     label = partial_label(args, choice.index)
     lines = wrap(f"{label} = {sp.sstr(choice.exact)}", indent)
-    lines += wrap(f"form ({choice.chosen.label}): {describe_form(choice.chosen.form)}", indent)
+    own = choice.float32_form
+    dtypes = "" if own is None else "float64 "
+    lines += wrap(
+        f"{dtypes}form ({choice.chosen.label}): {describe_form(choice.chosen.form)}", indent
+    )
+    if own is not None:
+        lines += wrap(f"float32 form ({own.label}): {describe_form(own.form)}", indent)
     lines += wrap(_figures_text(choice), indent)
     return lines
 

@@ -29,9 +29,11 @@ from codegen.stabilize import Choice, StableForms
 
 @dataclass(frozen=True)
 class Printer:
-    """`lines(program, outputs, zeros_like)` prints a lowered program."""
+    """`lines(program, outputs, zeros_like, indent)` prints a lowered program; `float32` is
+    the framework's name of the dtype (a form of float32's own is selected by it)."""
 
     lines: Callable[..., list[str]]
+    float32: str
 
 
 def module_locals(spec) -> names.Locals:
@@ -45,12 +47,19 @@ def form_body(forms: StableForms, choice: Choice, prefix: str, printer: Printer)
     env = {s: s.name for s in (*spec.arg_symbols, *spec.param_symbols)}
     stopped = sum(choice.index) < spec.order
     unclipped = frozenset(env.values()) if stopped else frozenset(p for p, _ in spec.params)
-    used = free_symbols(choice.chosen.form)
-    missing = tuple(s.name for s in spec.arg_symbols if s not in used)  # NaN in, NaN out
-    program = lower_each([(choice.chosen.form, env)], prefix, unclipped, carry_nan_of=missing)
     out = "value" if not sum(choice.index) else module_locals(spec).partial(spec.args, choice.index)
-    lines = printer.lines(program, [out], spec.args[0])
-    return lines + [f"return {out}"]
+
+    def body(form, indent: int) -> list[str]:
+        used = free_symbols(form)
+        missing = tuple(s.name for s in spec.arg_symbols if s not in used)  # NaN in, NaN out
+        program = lower_each([(form, env)], prefix, unclipped, carry_nan_of=missing)
+        return printer.lines(program, [out], spec.args[0], indent) + [f"return {out}"]
+
+    lines = []
+    if choice.float32_form is not None:  # the dtype is static when a framework traces
+        lines.append(f"if {spec.args[0]}.dtype == {printer.float32}:")
+        lines += ["    " + line for line in body(choice.float32_form.form, 4)]
+    return lines + body(choice.chosen.form, 0)
 
 
 def form_summary(forms: StableForms, choice: Choice) -> str:

@@ -26,9 +26,10 @@ class Dialect:
 
 
 def program_lines(
-    program: Program, outputs: list[str], zeros_like: str, dialect: Dialect
+    program: Program, outputs: list[str], zeros_like: str, dialect: Dialect, indent: int = 0
 ) -> list[str]:
-    """Assignment lines for `program`, with output temporaries renamed to `outputs`."""
+    """Assignment lines for `program`, with output temporaries renamed to `outputs`, fitting
+    the line limit `indent` columns further in than a function body."""
     rename: dict[str, str] = {}
     lines: list[str] = []
     for out, wanted in zip(program.outputs, outputs):
@@ -40,7 +41,7 @@ def program_lines(
             rename[out] = wanted
     for step in program.steps:
         target = rename.get(step.target, step.target)
-        lines += fit(f"{target} = {dialect.expr(step.op, step.operands, rename)}")
+        lines += fit(f"{target} = {dialect.expr(step.op, step.operands, rename)}", indent)
     for out, wanted in zip(program.outputs, outputs):
         if isinstance(out, float):
             lines.append(f"{wanted} = {dialect.constant(zeros_like, out)}")
@@ -52,15 +53,16 @@ def program_lines(
 LINE_LIMIT = 96  # ruff's 100, less the indentation of a function body
 
 
-def fit(line: str) -> list[str]:
+def fit(line: str, indent: int = 0) -> list[str]:
     """`target = f(a, b, ...)` as one line, or split inside the call's parentheses when long:
     the arguments on one indented line, or one per line if that is still too long."""
-    if len(line) <= LINE_LIMIT or not line.endswith(")") or "(" not in line:
+    limit = LINE_LIMIT - indent
+    if len(line) <= limit or not line.endswith(")") or "(" not in line:
         return [line]
     head, _, rest = line.partition("(")
     parts = _top_level_split(rest[:-1])
     inner = ", ".join(parts)
-    if len(inner) + 4 <= LINE_LIMIT:
+    if len(inner) + 4 <= limit:
         return [f"{head}(", f"    {inner}", ")"]
     return [f"{head}(", *(f"    {part}," for part in parts), ")"]
 

@@ -35,7 +35,12 @@ def explain(spec: Spec) -> str:
             lines.append(
                 f" {mark} {candidate.label:40} {_figures(candidate)}  ops {candidate.ops:3d}  {ok}"
             )
-        lines.append(f"   chosen: {describe_form(choice.chosen.form)}")
+        if choice.float32_form is not None:
+            own = choice.float32_form
+            lines.append(f"   chosen for float64: {describe_form(choice.chosen.form)}")
+            lines.append(f"   chosen for float32 ({own.label}): {describe_form(own.form)}")
+        else:
+            lines.append(f"   chosen: {describe_form(choice.chosen.form)}")
         if choice.promote_float32:
             f = choice.promoted_float32
             lines.append(

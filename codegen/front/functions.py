@@ -221,11 +221,17 @@ def _polygamma_at_inf(n: float, u: float) -> float:
 
 
 def _np_polygamma(n, u):
+    """polygamma as TensorFlow computes it: n! * zeta(n + 1, u), whose terms u**-(n + 1)
+    flush to 0 below the dtype's smallest normal (tf.math.polygamma(1, 1e19) is 0 in
+    float32, (1, 1.4e154) in float64, where the exact values are normal numbers)."""
     u = np.asarray(u)
     n = np.broadcast_to(np.asarray(n, dtype=np.float64), u.shape)
     one = np.vectorize(_polygamma, otypes=[np.float64])
     with np.errstate(all="ignore"):
-        return one(n, u.astype(np.float64)).astype(u.dtype)
+        out = one(n, u.astype(np.float64))
+        tiny = float(np.finfo(u.dtype).tiny) if u.dtype.kind == "f" else 0.0
+        flushed = (n >= 1) & (u.astype(np.float64) ** -(n + 1) < tiny)
+        return np.where(flushed, 0.0, out).astype(u.dtype)
 
 
 def _erfinv(u: float) -> float:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from codegen.front.functions import hypot, sigmoid
+from codegen.front.functions import hypot, sigmoid, softplus
 from codegen.stabilize.conjugates import conjugate_forms
 from codegen.stabilize.rules import apply_rules
 from codegen.timebound import SymPyTimeout, bounded, time_limit  # noqa: F401 - re-exported
@@ -105,6 +105,26 @@ def absorbed_forms(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
     except RecursionError:
         return []
     return [] if form == expr else [("absorb exp", form)]
+
+
+def log_sigmoid_forms(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
+    """sigmoid(u) as exp(-softplus(-u)), then products absorbed into one exp: where sigmoid(u)
+    alone is subnormal (flushed to 0) but times a large factor is a normal number (silu's f'
+    near x = -90 in float32), so float32 needs no float64 for its tail."""
+    ruled = apply_rules(expr)[0]  # 1 - sigmoid(u) as sigmoid(-u) first: no 1 - exp(...) left
+    if not ruled.has(sigmoid):
+        return []
+    as_exp = ruled.replace(sigmoid, lambda u: sp.exp(-softplus(-u))).replace(
+        lambda n: n.is_Mul and sum(f.func is sp.exp for f in n.args) > 1, _one_exp
+    )
+    return [(f"log-sigmoid+{name}", form) for name, form in absorbed_forms(as_exp)]
+
+
+def _one_exp(node: sp.Mul) -> sp.Expr:
+    """exp(a)*exp(b)*F as exp(a + b)*F (SymPy keeps the factors apart)."""
+    exps = [f.args[0] for f in node.args if f.func is sp.exp]
+    rest = [f for f in node.args if f.func is not sp.exp]
+    return sp.Mul(sp.exp(sp.Add(*exps)), *rest)
 
 
 def _scaled_by_hypot(node: sp.Expr, balanced: bool) -> sp.Expr:
@@ -265,7 +285,9 @@ def candidates(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[str, sp
     raw: list[tuple[str, sp.Expr]] = []
     for label, variant in _algebraic_variants(expr):
         raw.append((label, variant))
-        raw += [(f"{label}+{name}", form) for name, form in sigmoid_forms(variant)]
+        for name, form in sigmoid_forms(variant):
+            raw.append((f"{label}+{name}", form))
+            raw += [(f"{label}+{name}+{more}", f) for more, f in log_sigmoid_forms(form)]
         raw += [(f"{label}+{name}", form) for name, form in difference_forms(variant, args)]
         raw += [(f"{label}+{name}", form) for name, form in absorbed_forms(variant)]
         raw += [(f"{label}+{name}", form) for name, form in reciprocal_forms(variant)]

@@ -9,6 +9,10 @@ over prefix sums of each candidate's error picks the split with the least
 total error, each extra piece costing a small penalty. Thresholds are the
 simplest numbers between two neighbouring samples (0, a power of two, or a
 short decimal), so the generated code reads `x < 0.25`, not `x < 0.2499871`.
+
+Also here: which arg a partial's regimes split (`regime_column`), when a best form is worth
+splitting (`needs_regimes`), and the derivative as written outside a finite domain
+(`outside_domain`).
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import sympy as sp
 
+from codegen.judge import accuracy
 from codegen.lower import Regimes
 
 MAX_PIECES = 5
@@ -34,10 +40,12 @@ class RegimeChoice:
     form: Regimes
 
 
-def _merged(bits: dict, points: dict, labels: list[str]) -> tuple[np.ndarray, np.ndarray]:
+def _merged(
+    bits: dict, points: dict, labels: list[str], column: int
+) -> tuple[np.ndarray, np.ndarray]:
     xs, costs = [], []
     for dtype, pts in points.items():
-        xs.append(pts[:, 0].astype(np.float64))
+        xs.append(pts[:, column].astype(np.float64))
         rows = [_cost(bits[label][dtype]) for label in labels]
         costs.append(np.stack(rows))
     x = np.concatenate(xs)
@@ -115,14 +123,15 @@ def _split(lo: float, hi: float) -> tuple[float, bool]:
     return bound, False
 
 
-def best_regimes(tried, bits: dict, points: dict, arg) -> RegimeChoice | None:
-    """The best piecewise combination of the measured candidates, or None."""
+def best_regimes(tried, bits: dict, points: dict, arg, column: int = 0) -> RegimeChoice | None:
+    """The best piecewise combination of the measured candidates, split on `arg` (the points'
+    `column`), or None."""
     ranked = sorted(tried, key=lambda c: sum(np.nansum(bits[c.label][d]) for d in points))
     labels = [c.label for c in ranked[:MAX_FORMS]]
     # Series are accurate only near their point, so their totals rank them last: all join.
     labels += [c.label for c in ranked[MAX_FORMS:] if c.label.startswith("series")]
     forms = {c.label: c.form for c in ranked}
-    x, cost = _merged(bits, points, labels)
+    x, cost = _merged(bits, points, labels, column)
     pieces = _split_points(MAX_PIECES, x, cost)
     merged = []
     for start, form in pieces:
@@ -136,3 +145,30 @@ def best_regimes(tried, bits: dict, points: dict, arg) -> RegimeChoice | None:
     label = " | ".join(labels[form] for _, form in merged)
     bounds, closed = tuple(b for b, _ in splits), tuple(c for _, c in splits)
     return RegimeChoice(label, Regimes(arg, bounds, chosen, closed))
+
+
+def regime_column(spec, partial) -> int | None:
+    """The arg a partial's regimes split on: the only arg it depends on, or None."""
+    used = [i for i, a in enumerate(spec.arg_symbols) if partial.expr.has(a)]
+    if len(spec.args) == 1:
+        return 0
+    return used[0] if len(used) == 1 else None
+
+
+def needs_regimes(best, margin_bits: float) -> bool:
+    """A best form that breaks the promise, blows up, or keeps it within `margin_bits` of the
+    p99 limit (other processors round differently): regimes may do better."""
+    close = any(f.p99_bits > accuracy.P99_LIMIT - margin_bits for f in best.figures)
+    return not best.keeps_promise() or best.blowups > 0 or close
+
+
+def outside_domain(form: Regimes, domain: tuple[float, float], exact: sp.Expr) -> Regimes:
+    """Below and above a finite domain, the derivative as SymPy wrote it: no piece chosen for
+    the domain may claim values there (xlogx(-1) must be NaN, not a zero piece's 0)."""
+    lo, hi = domain
+    bounds, forms = form.bounds, form.forms
+    starts_above = not bounds or bounds[0] > lo or (bounds[0] == lo and form.is_closed(0))
+    below = (lo, False, exact) if np.isfinite(lo) and starts_above and forms[0] != exact else None
+    ends_below = not bounds or bounds[-1] < hi
+    above = (hi, True, exact) if np.isfinite(hi) and ends_below and forms[-1] != exact else None
+    return form.with_outer(below, above)

@@ -31,12 +31,14 @@ from codegen.pieces import Pieces
 from codegen.stabilize.asymptotic import asymptotic_forms
 from codegen.stabilize.candidates import candidates, series_candidates
 from codegen.stabilize.limits import with_limits
+from codegen.stabilize.per_dtype import dtype_regimes, split
 from codegen.stabilize.piecewise import choose_pieces
-from codegen.stabilize.regimes import best_regimes
+from codegen.stabilize.regimes import best_regimes, needs_regimes, outside_domain, regime_column
 
 SAMPLES = 2000  # the points `hogen verify` scores by default (docs/design.md: a fixed seed)
 CHECK_POINTS = (-3.5, -1.25, -0.375, 0.3125, 0.75, 2.5, 6.0)
 PROMISE_KEYS = 4  # the rank's leading keys that count broken promises, not finer accuracy
+MARGIN_BITS = 2.0  # a p99 this close to the limit is worth regimes too
 
 
 @dataclass(frozen=True)
@@ -74,11 +76,15 @@ class Choice:
     tried: tuple[Candidate, ...]
     promote_float32: bool
     promoted_float32: accuracy.Figures | None = None  # float32 computed in float64, if measured
+    float32_form: Candidate | None = None  # float32's own form, where `chosen` serves float64
 
     def shipped_figures(self) -> tuple[accuracy.Figures, ...]:
-        """Figures per dtype as the generated op computes them (float32 in float64 if promoted)."""
+        """Figures per dtype as the generated op computes them (float32 in float64 if promoted,
+        or by its own form)."""
         if self.promote_float32 and self.promoted_float32 is not None:
             return (self.promoted_float32, *self.chosen.figures[1:])
+        if self.float32_form is not None:
+            return (self.float32_form.figures[0], *self.chosen.figures[1:])
         return self.chosen.figures
 
     def keeps_promise(self) -> bool:
@@ -221,18 +227,6 @@ def equals_exact(form: sp.Expr, exact: sp.Expr, spec: Spec) -> bool:
     return bool(np.array_equal(a, b, equal_nan=True))
 
 
-def _outside_domain(form: Regimes, domain: tuple[float, float], exact: sp.Expr) -> Regimes:
-    """Below and above a finite domain, the derivative as SymPy wrote it: no piece chosen for
-    the domain may claim values there (xlogx(-1) must be NaN, not a zero piece's 0)."""
-    lo, hi = domain
-    bounds, forms = form.bounds, form.forms
-    starts_above = not bounds or bounds[0] > lo or (bounds[0] == lo and form.is_closed(0))
-    below = (lo, False, exact) if np.isfinite(lo) and starts_above and forms[0] != exact else None
-    ends_below = not bounds or bounds[-1] < hi
-    above = (hi, True, exact) if np.isfinite(hi) and ends_below and forms[-1] != exact else None
-    return form.with_outer(below, above)
-
-
 def valid_candidates(spec: Spec, partial: Partial) -> list[tuple[str, object]]:
     """The closed candidate forms of one partial that equal it. A rewrite the reference
     cannot evaluate (SymPy's simplify writes sign(x) as a Piecewise on x == 0) is not
@@ -263,47 +257,69 @@ def _series(expr: sp.Expr, arg: sp.Symbol, domain) -> tuple[tuple[str, sp.Expr],
 
 def _best(spec: Spec, partial: Partial, samples: _Samples, forms, promoted: bool):
     """(best candidate, every candidate measured), with regimes where no single form keeps
-    the promise."""
+    the promise with a margin."""
     tried, bits = [], {}
     for label, form in forms:
         candidate, bits[label] = measured(label, form, spec, samples, promoted)
         tried.append(candidate)
     best = min(tried, key=Candidate.rank)
-    if (not best.keeps_promise() or best.blowups) and len(spec.args) == 1:
-        for label, form in _series(partial.expr, spec.arg_symbols[0], spec.domain[0]):
+    column = regime_column(spec, partial)
+    if needs_regimes(best, MARGIN_BITS) and column is not None:
+        arg, domain = spec.arg_symbols[column], spec.domain[column]
+        for label, form in _series(partial.expr, arg, domain):
             candidate, bits[label] = measured(label, form, spec, samples, promoted)
             tried.append(candidate)
-        regimes = best_regimes(tried, bits, samples.points, spec.arg_symbols[0])
-        if regimes is not None:
-            form = _outside_domain(regimes.form, spec.domain[0], partial.expr)
-            piecewise = measure(f"regimes({regimes.label})", form, spec, samples, promoted)
-            tried.append(piecewise)
-            if piecewise.rank()[:PROMISE_KEYS] < best.rank()[:PROMISE_KEYS]:
-                best = piecewise  # pieces cost ops and selects: only to fix what breaks
+        joint = best_regimes(tried, bits, samples.points, arg, column)
+        per_dtype = [] if promoted else dtype_regimes(tried, bits, samples.points, arg, column)
+        found = [("", joint)] if joint is not None else []
+        for dtype, regimes in [*found, *per_dtype]:
+            form = outside_domain(regimes.form, domain, partial.expr)
+            label = f"regimes{f' {dtype}' if dtype else ''}({regimes.label})"
+            tried.append(measure(label, form, spec, samples, promoted))
+        if joint is not None:
+            piecewise = tried[-1 - len(per_dtype)]
+            # pieces cost ops and selects: only to fix what breaks, or to leave the margin
+            keys = PROMISE_KEYS + (0 if not best.keeps_promise() else 1)
+            if piecewise.rank()[:keys] < best.rank()[:keys]:
+                best = piecewise
     return best, tuple(tried)
 
 
 def choose(
-    spec: Spec, partial: Partial, n: int = SAMPLES, promoted: bool = False, forms=None
+    spec: Spec,
+    partial: Partial,
+    n: int = SAMPLES,
+    promoted: bool = False,
+    forms=None,
+    by_dtype: bool = True,
 ) -> Choice:
-    """Measure every candidate of one partial and return the best, with regimes if needed.
+    """Measure every candidate of one partial and return the best, with regimes if needed,
+    and with a form of float32's own if that keeps float32 from float64 (`by_dtype`).
 
     With `promoted`, float32 is measured as an op computing it in float64 ships it.
     """
     samples = _samples(spec, partial.expr, n)
-    if isinstance(partial.expr, sp.Piecewise):
-        return choose_pieces(spec, partial, n, promoted, choose, measure, samples)
+    if isinstance(partial.expr, sp.Piecewise):  # pieces: one form for both dtypes
+        one_form = functools.partial(choose, by_dtype=False)
+        return choose_pieces(spec, partial, n, promoted, one_form, measure, samples)
     if forms is None:
         forms = valid_candidates(spec, partial)
     best, tried = _best(spec, partial, samples, forms, promoted)
     best = _at_infinity(best, spec, partial, promoted)
     if promoted:
         return Choice(partial.index, partial.expr, best, tried, True, best.figures[0])
+    pair = split(best, tried, MARGIN_BITS) if by_dtype else None
+    float32_form = None
+    if pair is not None:
+        best, float32_form = (_at_infinity(c, spec, partial, False) for c in pair)
+        float32_form = None if float32_form.form == best.form else float32_form
+    shipped32 = (float32_form or best).figures[0]
     promoted_figures = None
-    if not best.figures[0].keeps_promise():
+    if not shipped32.keeps_promise():
         promoted_figures = measure(best.label, best.form, spec, samples, True).figures[0]
     promote = promoted_figures is not None and promoted_figures.keeps_promise()
-    return Choice(partial.index, partial.expr, best, tried, promote, promoted_figures)
+    float32_form = None if promote else float32_form
+    return Choice(partial.index, partial.expr, best, tried, promote, promoted_figures, float32_form)
 
 
 def _at_infinity(best: Candidate, spec: Spec, partial: Partial, promoted: bool) -> Candidate:

@@ -18,7 +18,7 @@ from codegen.backends.jax.source import program_lines
 from codegen.backends.templates_env import render
 from codegen.stabilize import StableForms
 
-PRINTER = Printer(program_lines)
+PRINTER = Printer(program_lines, "jnp.float32")
 LIMITS = (
     "Every order holds under jax.grad, jacfwd, jacrev, hessian, jit and vmap, in float32 and "
     "(with jax_enable_x64) float64."

@@ -45,7 +45,7 @@ from codegen.derive import multi_indices
 from codegen.front import names
 from codegen.stabilize import StableForms
 
-PRINTER = Printer(program_lines)
+PRINTER = Printer(program_lines, "tf.float32")
 
 
 def _is_pure_square(alpha) -> bool:

@@ -17,9 +17,11 @@ from codegen.lower import Program
 from codegen.pieces import BOOLEAN_OPS as _MASKS
 
 
-def program_lines(program: Program, outputs: list[str], zeros_like: str) -> list[str]:
+def program_lines(
+    program: Program, outputs: list[str], zeros_like: str, indent: int = 0
+) -> list[str]:
     """Assignment lines for `program`, with output temporaries renamed to `outputs`."""
-    return printing.program_lines(program, outputs, zeros_like, DIALECT)
+    return printing.program_lines(program, outputs, zeros_like, DIALECT, indent)
 
 
 def _binary(op: str, a: list[str], constant_first: bool) -> str:

@@ -18,7 +18,7 @@ from codegen.backends.templates_env import render
 from codegen.backends.torch.source import program_lines
 from codegen.stabilize import StableForms
 
-PRINTER = Printer(program_lines)
+PRINTER = Printer(program_lines, "torch.float32")
 LIMITS = (
     "Every order holds under nested torch.autograd.grad(create_graph=True) and torch.func "
     "(grad, vmap, jacrev, hessian, jacfwd over jacrev), and first-order forward mode, in "

@@ -1,0 +1,69 @@
+"""A form for float32 and another for float64, where no one form serves both.
+
+In: the candidates of one partial, measured in both dtypes (with their per-point bits and
+the sample points). Out: regimes chosen on one dtype's points alone (`dtype_regimes`), and
+`split`: the best candidate for each dtype when the best joint candidate breaks the
+promise, or keeps it with less than the margin, in one of them.
+
+Why: regimes split the line of one arg for both dtypes at once, but float32 and float64
+break in different places. silu's f'' fails in float32 near x = +-90, where sigmoid(-x) is
+subnormal and flushed to 0, while float64 is exact there; a float32 tail piece there costs
+float64 several bits over hundreds of points. Before this the op computed float32 in float64
+(8x the memory traffic, slower still on GPUs); now each dtype runs its own form, chosen by
+the same measurements, and the generated function selects it by the input's dtype, which is
+static in every framework's tracing.
+"""
+
+from __future__ import annotations
+
+from codegen.judge import accuracy
+from codegen.stabilize.regimes import best_regimes
+
+DTYPES = accuracy.DTYPES  # ("float32", "float64")
+
+
+def rank_in(candidate, i: int) -> tuple:
+    """A candidate's rank judged on dtype `i` alone: broken criteria, failures, p99, mean,
+    then op count."""
+    f = candidate.figures[i]
+    broken = (
+        (f.failures > 0) + (f.p99_bits > accuracy.P99_LIMIT) + (f.mean_bits > accuracy.MEAN_LIMIT)
+    )
+    return (broken, f.failures, round(f.p99_bits), round(f.mean_bits * 4) / 4, candidate.ops)
+
+
+def dtype_regimes(tried, bits: dict, points: dict, arg, column: int):
+    """(dtype, RegimeChoice) for each dtype whose own points give a piecewise form."""
+    out = []
+    for dtype in DTYPES:
+        regimes = best_regimes(tried, bits, {dtype: points[dtype]}, arg, column)
+        if regimes is not None:
+            out.append((dtype, regimes))
+    return out
+
+
+def _margin(figures, i: int) -> float:
+    return accuracy.P99_LIMIT - figures[i].p99_bits
+
+
+def _fixes(candidate, best, i: int, margin_bits: float) -> bool:
+    """Whether `candidate` keeps dtype i's promise where `best` breaks it, or keeps it with
+    the margin where `best` keeps it without."""
+    mine, theirs = candidate.figures[i], best.figures[i]
+    if not mine.keeps_promise():
+        return False
+    if not theirs.keeps_promise():
+        return True
+    return _margin(candidate.figures, i) >= margin_bits > _margin(best.figures, i)
+
+
+def split(best, tried, margin_bits: float):
+    """(float64's candidate, float32's candidate) where the best joint candidate breaks the
+    promise, or keeps it within `margin_bits` of the p99 limit, in a dtype whose own best
+    candidate fixes that; else None."""
+    for32 = min(tried, key=lambda c: rank_in(c, 0))
+    for64 = min(tried, key=lambda c: rank_in(c, 1))
+    fix32, fix64 = _fixes(for32, best, 0, margin_bits), _fixes(for64, best, 1, margin_bits)
+    if not (fix32 or fix64):
+        return None
+    return (for64 if fix64 else best), (for32 if fix32 else best)
