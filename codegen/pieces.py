@@ -22,7 +22,10 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from codegen.timebound import SymPyTimeout, time_limit
+
 _SAFE_VALUES = (1.0, 0.5, 2.0, -1.0, -0.5, -2.0, 0.0, 4.0, -4.0, 0.125, 16.0, -16.0)
+SAFE_POINT_SECONDS = 2.0  # CPU seconds to find a safe point; past them every input is 1
 _RELATIONS = {
     sp.StrictLessThan: ("less", "greater"),
     sp.LessThan: ("less_equal", "greater_equal"),
@@ -99,13 +102,17 @@ def safe_point(exact: sp.Expr, symbols: tuple[sp.Symbol, ...]) -> tuple[float, .
     combinations; 1.0 for every symbol if none is found.
     """
     others = {s: sp.Integer(1) for s in exact.free_symbols if s not in symbols}
-    checks = [exact, *(sp.diff(exact, s) for s in symbols)]
     tries = [(v,) * len(symbols) for v in _SAFE_VALUES]
     tries += list(itertools.islice(itertools.product(_SAFE_VALUES[:6], repeat=len(symbols)), 300))
-    for point in tries:
-        values = {**others, **{s: sp.Rational(v) for s, v in zip(symbols, point)}}
-        if all(_finite(check.subs(values)) for check in checks):
-            return point
+    try:  # SymPy's N can take seconds on one point of a long form: the search is bounded
+        with time_limit(SAFE_POINT_SECONDS):
+            checks = [exact, *(sp.diff(exact, s) for s in symbols)]
+            for point in tries:
+                values = {**others, **{s: sp.Rational(v) for s, v in zip(symbols, point)}}
+                if all(_finite(check.subs(values)) for check in checks):
+                    return point
+    except SymPyTimeout:
+        pass
     return (1.0,) * len(symbols)
 
 

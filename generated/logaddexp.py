@@ -116,11 +116,22 @@ def _logaddexp_d_x(x, y):
     """f_x of logaddexp.
 
     f_x = exp(x)/(exp(x) + exp(y))
-    form (sympy+difference sigmoid): sigmoid(x - y)
-    measured float32 mean 0.21 / p99 3.0 bits, float64 mean 0.32 / p99 6.4 bits
+    form (regimes in x(sympy+difference sigmoid | sympy | sympy+difference sigmoid | sympy |
+        sympy+difference sigmoid)): x in (-inf, -740.0): sigmoid(x - y); x in [-740.0, -520.0):
+        exp(x)/(exp(x) + exp(y)); x in [-520.0, -86.42): sigmoid(x - y); x in [-86.42,
+        12.450323): exp(x)/(exp(x) + exp(y)); x in [12.450323, inf): sigmoid(x - y)
+    measured float32 mean 0.17 / p99 1.6 bits, float64 mean 0.21 / p99 1.6 bits
     """
     v0 = tf.math.subtract(x, y)
-    d_x = tf.math.sigmoid(v0)
+    v1 = tf.math.sigmoid(v0)
+    v2 = tf.math.exp(x)
+    v3 = tf.math.exp(y)
+    v4 = tf.math.add(v2, v3)
+    v5 = tf.math.truediv(v2, v4)
+    v6 = tf.where(tf.math.less(x, 12.450323), v5, v1)
+    v7 = tf.where(tf.math.less(x, -86.42), v1, v6)
+    v8 = tf.where(tf.math.less(x, -520.0), v5, v7)
+    d_x = tf.where(tf.math.less(x, -740.0), v1, v8)
     return d_x
 
 
@@ -128,11 +139,25 @@ def _logaddexp_d_y(x, y):
     """f_y of logaddexp.
 
     f_y = exp(y)/(exp(x) + exp(y))
-    form (sympy+difference sigmoid+rules(sigmoid_complement)): sigmoid(-x + y)
-    measured float32 mean 0.22 / p99 3.3 bits, float64 mean 0.31 / p99 6.2 bits
+    float64 form (regimes in y float64(sympy+difference sigmoid+rules(sigmoid_complement) |
+        sympy | sympy+difference sigmoid+rules(sigmoid_complement))): y in (-inf, -730.0):
+        sigmoid(-x + y); y in [-730.0, 77.3): exp(y)/(exp(x) + exp(y)); y in [77.3, inf):
+        sigmoid(-x + y)
+    float32 form (sympy+difference sigmoid+rules(sigmoid_complement)): sigmoid(-x + y)
+    measured float32 mean 0.22 / p99 3.3 bits, float64 mean 0.16 / p99 1.0 bits
     """
+    if x.dtype == tf.float32:
+        v0 = tf.math.subtract(y, x)
+        d_y = tf.math.sigmoid(v0)
+        return d_y
     v0 = tf.math.subtract(y, x)
-    d_y = tf.math.sigmoid(v0)
+    v1 = tf.math.sigmoid(v0)
+    v2 = tf.math.exp(y)
+    v3 = tf.math.exp(x)
+    v4 = tf.math.add(v3, v2)
+    v5 = tf.math.truediv(v2, v4)
+    v6 = tf.where(tf.math.less(y, 77.3), v5, v1)
+    d_y = tf.where(tf.math.less(y, -730.0), v1, v6)
     return d_y
 
 

@@ -22,6 +22,7 @@ import pytest
 import sympy as sp
 
 from codegen.derive import derive
+from codegen.front.functions import hypot
 from codegen.front.spec import parse_spec_text
 from codegen.judge import accuracy
 from codegen.judge.numeric import run
@@ -144,3 +145,35 @@ def test_conjugate_regime_on_two_args_keeps_the_promise():
     assert chosen.chosen.form.has(sp.Piecewise)
     (plain,) = [c for c in chosen.tried if c.label == "sympy"]
     assert not plain.keeps_promise()
+
+
+def test_domain_of_an_arg_is_an_assumption_rewrites_may_use():
+    """x + sqrt(x**2 + y) with y >= 0: cancels for x < 0 and x**2 overflows for |x| > 1e154.
+    The conjugate with sqrt(x**2 + y) = hypot(x, sqrt(y)), true only where y >= 0, keeps the
+    promise; the sum as written does not."""
+    from codegen.stabilize import choose
+
+    spec = _spec("x + sqrt(x**2 + y)", "[x, y]", "domain: {y: [0, inf]}\n")
+    value = derive(spec).partials[0]
+    chosen = choose(spec, value, 300)
+    assert chosen.keeps_promise(), chosen.shipped_figures()
+    assert chosen.chosen.form.has(hypot)
+    (plain,) = [c for c in chosen.tried if c.label == "sympy"]
+    assert not plain.keeps_promise()
+
+
+def test_regimes_split_one_arg_of_a_two_arg_partial():
+    """logaddexp's f_x is sigmoid(x - y), whose rounding of x - y costs float64 6 bits at
+    p99; regimes on x alone use exp(x)/(exp(x) + exp(y)) where that is finite."""
+    from codegen.lower import Regimes
+    from codegen.stabilize import choose
+
+    spec = _spec("log(exp(x) + exp(y))", "[x, y]")
+    f_x = next(p for p in derive(spec).partials if p.index == (1, 0))
+    chosen = choose(spec, f_x)
+    assert chosen.keeps_promise()
+    assert isinstance(chosen.chosen.form, Regimes) and chosen.chosen.form.arg.name == "x"
+    single = min(
+        (c for c in chosen.tried if not c.label.startswith("regimes")), key=lambda c: c.rank()
+    )
+    assert chosen.chosen.figures[1].p99_bits < single.figures[1].p99_bits

@@ -60,14 +60,19 @@ def _pieces(form):
 
 
 def test_logaddexp_partials_are_sigmoids_of_the_difference(logaddexp):
+    """f_x and f_y are sigmoid(+-(x - y)), alone or as the pieces of regimes on one arg (where
+    exp(x)/(exp(x) + exp(y)) avoids rounding x - y), each piece exactly the derivative."""
     x, y = logaddexp.spec.arg_symbols
     for choice in logaddexp.choices:
         assert choice.keeps_promise(), choice.index
     first = [c for c in logaddexp.choices if sum(c.index) == 1]
     for choice in first:
-        assert choice.chosen.form.func is sigmoid
-        assert sp.simplify(choice.chosen.form.args[0] ** 2 - (x - y) ** 2) == 0
-    assert all(equals_exact(c.chosen.form, c.exact, logaddexp.spec) for c in first)
+        own = [choice.float32_form.form] if choice.float32_form is not None else []
+        pieces = [p for form in (choice.chosen.form, *own) for p in _pieces(form)]
+        sigmoids = [p for p in pieces if p.func is sigmoid]
+        assert sigmoids, choice.index
+        assert all(sp.simplify(s.args[0] ** 2 - (x - y) ** 2) == 0 for s in sigmoids)
+        assert all(equals_exact(p, choice.exact, logaddexp.spec) for p in pieces), choice.index
 
 
 def test_naive_logaddexp_derivatives_break_the_promise(logaddexp):

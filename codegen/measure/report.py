@@ -31,7 +31,7 @@ import tensorflow as tf
 from codegen import __version__
 from codegen.front.spec import Spec
 from codegen.judge import accuracy
-from codegen.measure import builtins, frameworks, plots, report_frameworks, verify
+from codegen.measure import builtins, frameworks, plots, promotions, report_frameworks, verify
 
 _LABELS = {"hogen": "hogen", "autodiff": "TF autodiff of expr"}
 
@@ -70,9 +70,10 @@ _DIGEST_LINE = re.compile(r"^<!-- inputs-sha256: ([0-9a-f]{64}) -->$", re.M)
 def _measuring_code() -> list[Path]:
     """The modules whose code decides the figures besides the ops: sampling, reference, paths,
     the other frameworks' runners and the built-ins."""
-    modules = (accuracy, verify, plots, builtins, frameworks, report_frameworks)
+    modules = (accuracy, verify, plots, builtins, frameworks, report_frameworks, promotions)
     runners = [Path(verify.__file__).with_name(f"run_{b}.py") for b in ("jax", "torch")]
-    return [Path(m.__file__) for m in modules] + runners + [Path(__file__)]
+    stabilizer = sorted(Path(promotions.__file__).parents[1].joinpath("stabilize").glob("*.py"))
+    return [Path(m.__file__) for m in modules] + runners + stabilizer + [Path(__file__)]
 
 
 def inputs_digest(specs: list[Spec], out_dirs: dict[str, Path]) -> str:
@@ -186,6 +187,7 @@ def render_markdown(
     curves: dict[str, list[plots.Curves]],
     samples: int,
     digest: str,
+    promoted: list[str] = (),
 ) -> str:
     """docs/accuracy.md: how it is measured, a summary, where hogen breaks, a table per op."""
     lines = [
@@ -247,6 +249,7 @@ def render_markdown(
         f"of {r.figures.scored} points; `hogen verify` exits 1."
         for r in broken
     ] or ["Nowhere: every op keeps it for every partial, float32 and float64."]
+    lines += ["", *promoted]
     lines += [
         "",
         "## Beyond the sample",
@@ -299,6 +302,8 @@ def write_report(
         _write_atomic(path, png)
         written.append(path)
     path = docs_dir / "accuracy.md"
-    text = render_markdown(specs, rows, curves, samples, inputs_digest(specs, out_dirs)) + "\n"
+    digest = inputs_digest(specs, out_dirs)
+    promoted = promotions.section(specs, out_dirs["tf"])
+    text = render_markdown(specs, rows, curves, samples, digest, promoted) + "\n"
     _write_atomic(path, text.encode("utf-8"))
     return [path, *written]

@@ -22,7 +22,7 @@ import sympy as sp
 
 from codegen.judge.accuracy import plain
 from codegen.stabilize.rules import STABLE_RULES, apply_rules
-from codegen.timebound import time_limit
+from codegen.timebound import SymPyTimeout, time_limit
 
 ORDER = 20  # SymPy's n: terms up to x**-19 beyond the leading one
 TRUNCATIONS = (1, 2, 4, 8, 16)
@@ -44,7 +44,7 @@ def _expansion(expr: sp.Expr, arg: sp.Symbol, point) -> sp.Expr | None:
             if series.has(sp.I, sp.Order, sp.exp, sp.zoo, sp.nan):
                 return None
             series = sp.expand(series.subs(sp.log(1 / arg), -sp.log(arg)))
-    except Exception:  # noqa: BLE001 - SymPy raises many kinds for series it cannot do
+    except (Exception, SymPyTimeout):  # noqa: BLE001 - SymPy raises many kinds
         return None
     return None if series == 0 else series
 

@@ -264,7 +264,7 @@ def series_forms(expr: sp.Expr, arg: sp.Symbol, point: int = 0) -> list[tuple[st
     try:
         with time_limit(SERIES_SECONDS):
             longest = sp.series(expr, arg, point, max(SERIES_TERMS)).removeO()
-    except Exception:  # noqa: BLE001 - SymPy raises many kinds for series it cannot do
+    except (Exception, SymPyTimeout):  # noqa: BLE001 - SymPy raises many kinds
         return out
     if longest.has(sp.log, sp.Order, sp.I) or not longest.is_polynomial(arg):  # I: complex at 0
         return out

@@ -24,7 +24,7 @@ import sympy as sp
 
 from codegen.judge import accuracy
 from codegen.lower import Regimes
-from codegen.stabilize.candidates import time_limit
+from codegen.timebound import SymPyTimeout, time_limit
 
 LIMIT_SECONDS = 3.0
 
@@ -39,7 +39,7 @@ def _limit(expr: sp.Expr, arg: sp.Symbol, towards) -> sp.Expr | None:
     try:
         with time_limit(LIMIT_SECONDS):
             value = sp.limit(expr, arg, towards)
-    except Exception:  # noqa: BLE001 - SymPy raises many kinds, and SymPyTimeout
+    except (Exception, SymPyTimeout):  # noqa: BLE001 - SymPy raises many kinds
         return None
     if arg in value.free_symbols or value.has(sp.Limit, sp.AccumBounds) or not value.is_real:
         return None  # no limit (sin(x) at inf is AccumBounds(-1, 1)), or none SymPy found

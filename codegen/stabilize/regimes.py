@@ -147,12 +147,12 @@ def best_regimes(tried, bits: dict, points: dict, arg, column: int = 0) -> Regim
     return RegimeChoice(label, Regimes(arg, bounds, chosen, closed))
 
 
-def regime_column(spec, partial) -> int | None:
-    """The arg a partial's regimes split on: the only arg it depends on, or None."""
-    used = [i for i, a in enumerate(spec.arg_symbols) if partial.expr.has(a)]
+def regime_columns(spec, partial) -> list[int]:
+    """The args a partial's regimes may split on: the one arg of a one-arg spec, else each
+    arg the partial depends on (in a sum x*y + g(x) near x = 0, a split on x alone)."""
     if len(spec.args) == 1:
-        return 0
-    return used[0] if len(used) == 1 else None
+        return [0]
+    return [i for i, a in enumerate(spec.arg_symbols) if partial.expr.has(a)]
 
 
 def needs_regimes(best, margin_bits: float) -> bool:

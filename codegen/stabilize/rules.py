@@ -202,11 +202,19 @@ def _squares(term: sp.Expr) -> sp.Expr | None:
 
 
 def _hypot_const(node):
-    """(a**2 + c)**(k/2) -> hypot(a, sqrt(c))**k for odd k, c > 0: no overflow of a**2."""
+    """(a**2 + c)**(k/2) -> hypot(a, sqrt(c))**k for odd k, c a number > 0 or a term SymPy
+    knows is nonnegative (an arg whose domain is): no overflow of a**2."""
     if node.is_Pow and node.base.is_Add and len(node.base.args) == 2:
         twice = 2 * node.exp
         roots = [_squares(term) for term in node.base.args]
         numbers = [term.is_number for term in node.base.args]
+        if None in roots and not any(numbers):
+            i = roots.index(None)
+            term = node.base.args[i]
+            symbols = term.free_symbols
+            known = symbols and all(v.is_nonnegative for v in symbols)
+            if known and term.is_nonnegative and term.is_Mul | term.is_Symbol and roots[1 - i]:
+                roots[i], numbers[i] = sp.sqrt(term), True
         if twice.is_Integer and twice % 2 == 1 and None not in roots and any(numbers):
             return hypot(*roots) ** twice
     return None

@@ -33,7 +33,7 @@ from codegen.stabilize.candidates import candidates, series_candidates
 from codegen.stabilize.limits import with_limits
 from codegen.stabilize.per_dtype import dtype_regimes, split
 from codegen.stabilize.piecewise import choose_pieces
-from codegen.stabilize.regimes import best_regimes, needs_regimes, outside_domain, regime_column
+from codegen.stabilize.regimes import best_regimes, needs_regimes, outside_domain, regime_columns
 
 SAMPLES = 2000  # the points `hogen verify` scores by default (docs/design.md: a fixed seed)
 CHECK_POINTS = (-3.5, -1.25, -0.375, 0.3125, 0.75, 2.5, 6.0)
@@ -211,8 +211,9 @@ def measure(label: str, form, spec: Spec, samples: _Samples, promoted: bool = Fa
     return measured(label, form, spec, samples, promoted)[0]
 
 
-def equals_exact(form: sp.Expr, exact: sp.Expr, spec: Spec) -> bool:
-    """True if `form` and `exact` round to the same float64 at every check point."""
+def equals_exact(form: sp.Expr, exact: sp.Expr, spec: Spec, in_domain: bool = False) -> bool:
+    """True if `form` and `exact` round to the same float64 at every check point (only those
+    inside the spec's domain, `in_domain`)."""
     values = _param_values(spec)
     n_args = len(spec.args)
     rows = np.array(
@@ -222,6 +223,11 @@ def equals_exact(form: sp.Expr, exact: sp.Expr, spec: Spec) -> bool:
         ],
         dtype=np.float64,
     )
+    if in_domain:
+        lo, hi = np.array(spec.domain, dtype=np.float64).T
+        rows = rows[np.all((rows >= lo) & (rows <= hi), axis=1)]
+        if len(rows) < 2:
+            return False
     a = accuracy.reference(form.subs(values), spec.arg_symbols, rows, "float64")
     b = accuracy.reference(exact.subs(values), spec.arg_symbols, rows, "float64")
     return bool(np.array_equal(a, b, equal_nan=True))
@@ -233,16 +239,49 @@ def valid_candidates(spec: Spec, partial: Partial) -> list[tuple[str, object]]:
     offered; the derivative as SymPy wrote it always is."""
     if isinstance(partial.expr, sp.Piecewise):  # each piece gets its candidates in `choose`
         return [("sympy", partial.expr)]
+    known = _domain_symbols(spec)
+    back = {v: k for k, v in known.items()}
+    args = tuple(known.get(a, a) for a in spec.arg_symbols)
     out = []
-    for label, form in candidates(partial.expr, spec.arg_symbols):
-        if label == "sympy" or _checked_equal(form, partial.expr, spec):
+    for label, form in candidates(partial.expr.xreplace(known), args):
+        form = form.xreplace(back)
+        lowers = not known or _lowers(form)  # only forms written under assumptions may not
+        if form == partial.expr or (lowers and _valid(form, partial.expr, spec, known)):
             out.append((label, form))
-    return out
+    return out if out and out[0][0] == "sympy" else [("sympy", partial.expr), *out]
 
 
-def _checked_equal(form, exact: sp.Expr, spec: Spec) -> bool:
+def _valid(form, exact: sp.Expr, spec: Spec, known: dict) -> bool:
+    """Equal to the derivative at the check points, or (a form that used the domain's
+    assumptions) at those inside the domain."""
+    if _checked_equal(form, exact, spec):
+        return True
+    return bool(known) and _checked_equal(form, exact, spec, in_domain=True)
+
+
+def _lowers(form: sp.Expr) -> bool:
+    """Whether `form` lowers: one written under the domain's assumptions may not once they
+    are gone (sign(sqrt(eps)) makes SymPy evaluate a complex hypot)."""
     try:
-        return equals_exact(form, exact, spec)
+        op_count(form)
+    except Exception:  # noqa: BLE001 - SymPy raises many kinds evaluating such forms
+        return False
+    return True
+
+
+def _domain_symbols(spec: Spec) -> dict[sp.Symbol, sp.Symbol]:
+    """Each arg whose domain is nonnegative, as a symbol SymPy knows to be nonnegative, so
+    rewrites may use it (sqrt(x**2 + y) = hypot(x, sqrt(y)) for y >= 0)."""
+    return {
+        a: sp.Symbol(a.name, nonnegative=True)
+        for a, (lo, _) in zip(spec.arg_symbols, spec.domain)
+        if lo >= 0
+    }
+
+
+def _checked_equal(form, exact: sp.Expr, spec: Spec, in_domain: bool = False) -> bool:
+    try:
+        return equals_exact(form, exact, spec, in_domain)
     except TypeError:
         return False
 
@@ -257,32 +296,55 @@ def _series(expr: sp.Expr, arg: sp.Symbol, domain) -> tuple[tuple[str, sp.Expr],
 
 def _best(spec: Spec, partial: Partial, samples: _Samples, forms, promoted: bool):
     """(best candidate, every candidate measured), with regimes where no single form keeps
-    the promise with a margin."""
+    the promise with a margin: on the one arg the partial depends on (with series there), or
+    on each of its args in turn."""
     tried, bits = [], {}
     for label, form in forms:
         candidate, bits[label] = measured(label, form, spec, samples, promoted)
         tried.append(candidate)
     best = min(tried, key=Candidate.rank)
-    column = regime_column(spec, partial)
-    if needs_regimes(best, MARGIN_BITS) and column is not None:
-        arg, domain = spec.arg_symbols[column], spec.domain[column]
+    columns = regime_columns(spec, partial)
+    if len(columns) > 1 and partial.order == spec.order:
+        # the last order's form is differentiated beyond it, and a branch not taken is clipped
+        # on the split arg alone: its other args could still send NaN into that gradient
+        columns = []
+    if needs_regimes(best, MARGIN_BITS):
+        for column in columns:
+            split_on = Split(column, len(columns) == 1)
+            best = _with_regimes(spec, partial, samples, (tried, bits), best, split_on, promoted)
+    return best, tuple(tried)
+
+
+@dataclass(frozen=True)
+class Split:
+    column: int  # the arg regimes split on
+    alone: bool  # the partial's only arg: series at its ends join, labels name no arg
+
+
+def _with_regimes(spec, partial, samples, measured_so_far, best, split_on: Split, promoted):
+    """`best`, or the regimes on one arg that beat it; the regimes tried join `tried`."""
+    tried, bits = measured_so_far
+    column = split_on.column
+    arg, domain = spec.arg_symbols[column], spec.domain[column]
+    if split_on.alone:
         for label, form in _series(partial.expr, arg, domain):
             candidate, bits[label] = measured(label, form, spec, samples, promoted)
             tried.append(candidate)
-        joint = best_regimes(tried, bits, samples.points, arg, column)
-        per_dtype = [] if promoted else dtype_regimes(tried, bits, samples.points, arg, column)
-        found = [("", joint)] if joint is not None else []
-        for dtype, regimes in [*found, *per_dtype]:
-            form = outside_domain(regimes.form, domain, partial.expr)
-            label = f"regimes{f' {dtype}' if dtype else ''}({regimes.label})"
-            tried.append(measure(label, form, spec, samples, promoted))
-        if joint is not None:
-            piecewise = tried[-1 - len(per_dtype)]
-            # pieces cost ops and selects: only to fix what breaks, or to leave the margin
-            keys = PROMISE_KEYS + (0 if not best.keeps_promise() else 1)
-            if piecewise.rank()[:keys] < best.rank()[:keys]:
-                best = piecewise
-    return best, tuple(tried)
+    plain = [c for c in tried if c.label in bits]  # regimes are not nested in regimes
+    joint = best_regimes(plain, bits, samples.points, arg, column)
+    per_dtype = [] if promoted else dtype_regimes(plain, bits, samples.points, arg, column)
+    found = [("", joint)] if joint is not None else []
+    on = "" if split_on.alone else f" in {arg}"
+    for dtype, regimes in [*found, *per_dtype]:
+        form = outside_domain(regimes.form, domain, partial.expr)
+        label = f"regimes{on}{f' {dtype}' if dtype else ''}({regimes.label})"
+        tried.append(measure(label, form, spec, samples, promoted))
+    if joint is None:
+        return best
+    piecewise = tried[-1 - len(per_dtype)]
+    # pieces cost ops and selects: only to fix what breaks, or to leave the margin
+    keys = PROMISE_KEYS + (0 if not best.keeps_promise() else 1)
+    return piecewise if piecewise.rank()[:keys] < best.rank()[:keys] else best
 
 
 def choose(
