@@ -32,7 +32,7 @@ def time_limit(seconds: float):
     afterwards with what is left, and its repeat interval.
 
     Past the limit the timer fires again every `REPEAT_SECONDS`: an exception raised while
-    Python runs a GC callback or a `__del__` (TensorFlow registers GC callbacks) is printed
+    Python runs a GC callback or a `__del__` (hypothesis registers GC callbacks) is printed
     and dropped, and a timer that fired once would leave the call running without end.
     """
     if (

@@ -221,6 +221,10 @@ def render_markdown(
         "- **built-in**: the TF op that computes the function, where there is one, "
         "differentiated by TF's registered gradients.",
         "",
+        "Expressions beyond the library (the generalization corpus of issue 13, one line "
+        "each, with why those that break the promise break it) are measured in "
+        "[corpus.md](corpus.md).",
+        "",
         "Each plot shows bits of error on a grid of up to "
         f"{plots.PLOT_POINTS} points per dtype along one line through the inputs (named in its "
         "title), against the same exact reference: hogen's TensorFlow op, TF autodiff, and "

@@ -291,7 +291,8 @@ def _series(expr: sp.Expr, arg: sp.Symbol, domain) -> tuple[tuple[str, sp.Expr],
     """Series candidates at 0 and at the domain's infinite ends (approximations, kept only
     where they measure well), computed only when the closed forms need regimes: SymPy series
     are most of a build's time."""
-    return (*series_candidates(expr, arg), *asymptotic_forms(expr, arg, domain))
+    forms = (*series_candidates(expr, arg), *asymptotic_forms(expr, arg, domain))
+    return tuple((label, form) for label, form in forms if _lowers(form))  # no complex constants
 
 
 def _best(spec: Spec, partial: Partial, samples: _Samples, forms, promoted: bool):
