@@ -154,13 +154,6 @@ def _op_section(spec: Spec, rows: list[verify.Row]) -> list[str]:
     return lines
 
 
-def _kept(rows: list[verify.Row], tool: str) -> str:
-    mine = [r for r in rows if r.tool == tool]
-    if not mine:
-        return "—"
-    return f"{sum(r.figures.keeps_promise() for r in mine)} / {len(mine)}"
-
-
 def _off_sample(spec: Spec, curves: list[plots.Curves]) -> list[str]:
     """One line per partial and dtype where hogen exceeds the p99 limit on the plot's grid."""
     line = plots.line_of(spec)
@@ -241,10 +234,8 @@ def render_markdown(
     ]
     for spec in specs:
         mine = [r for r in rows if r.op == spec.name]
-        lines.append(
-            f"| [{spec.name}](#{spec.name}) | {spec.order} | {_kept(mine, 'hogen')} "
-            f"| {_kept(mine, 'autodiff')} | {_kept(mine, 'builtin')} |"
-        )
+        kept = [report_frameworks.kept(mine, tool) for tool in ("hogen", "autodiff", "builtin")]
+        lines.append(f"| [{spec.name}](#{spec.name}) | {spec.order} | " + " | ".join(kept) + " |")
     lines += ["", "## Where hogen breaks the promise", ""]
     broken = [r for r in rows if r.tool == "hogen" and not r.figures.keeps_promise()]
     lines += [

@@ -36,7 +36,8 @@ def _tagged(row: verify.Row, backend: str) -> verify.Row:
     return verify.Row(row.op, row.partial, row.dtype, tool, row.figures, row.path)
 
 
-def _kept(rows: list[verify.Row], tool: str) -> str:
+def kept(rows: list[verify.Row], tool: str) -> str:
+    """ "k / n": of `rows` measured with `tool`, how many keep the promise ("—" if none)."""
     mine = [r for r in rows if r.tool == tool]
     if not mine:
         return "—"
@@ -56,7 +57,7 @@ def _summary(specs: list[Spec], rows: list[verify.Row]) -> list[str]:
     lines = ["| op | " + " | ".join(heads) + " |", "|---|" + "--:|" * len(tools)]
     for spec in specs:
         mine = [r for r in rows if r.op == spec.name]
-        lines.append(f"| {spec.name} | " + " | ".join(_kept(mine, t) for t in tools) + " |")
+        lines.append(f"| {spec.name} | " + " | ".join(kept(mine, t) for t in tools) + " |")
     return lines
 
 

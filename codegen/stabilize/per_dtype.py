@@ -26,10 +26,8 @@ def rank_in(candidate, i: int) -> tuple:
     """A candidate's rank judged on dtype `i` alone: broken criteria, failures, p99, mean,
     then op count."""
     f = candidate.figures[i]
-    broken = (
-        (f.failures > 0) + (f.p99_bits > accuracy.P99_LIMIT) + (f.mean_bits > accuracy.MEAN_LIMIT)
-    )
-    return (broken, f.failures, round(f.p99_bits), round(f.mean_bits * 4) / 4, candidate.ops)
+    mean = round(f.mean_bits * 4) / 4
+    return (f.broken_criteria(), f.failures, round(f.p99_bits), mean, candidate.ops)
 
 
 def dtype_regimes(tried, bits: dict, points: dict, arg, column: int):

@@ -56,12 +56,7 @@ class Candidate:
     def rank(self) -> tuple:
         """Fewest broken promise criteria, failures, blowups, points over 8 bits; then p99,
         mean and op count."""
-        broken = sum(
-            (f.failures > 0)
-            + (f.p99_bits > accuracy.P99_LIMIT)
-            + (f.mean_bits > accuracy.MEAN_LIMIT)
-            for f in self.figures
-        )
+        broken = sum(f.broken_criteria() for f in self.figures)
         failures = sum(f.failures for f in self.figures)
         p99 = sum(round(f.p99_bits) for f in self.figures)
         mean = sum(round(f.mean_bits * 4) / 4 for f in self.figures)
