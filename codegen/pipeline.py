@@ -6,6 +6,8 @@ framework imported.
 
 from __future__ import annotations
 
+from sympy.core.cache import clear_cache
+
 from codegen.backends import emit
 from codegen.derive import DEFAULT_MAX_OPS, derive
 from codegen.front.spec import Spec
@@ -13,5 +15,10 @@ from codegen.stabilize import stabilize
 
 
 def build(spec: Spec, max_ops: int = DEFAULT_MAX_OPS, backend: str = "tf") -> str:
-    """The generated module for `spec`; `max_ops` bounds the size of any one derivative."""
+    """The generated module for `spec`; `max_ops` bounds the size of any one derivative.
+
+    SymPy's cache starts empty: what an earlier spec left in it can change how SymPy writes
+    this one's derivatives (erfc(-u) kept whole or turned into 2 - erfc(u)), so the bytes
+    would depend on which specs one process built before."""
+    clear_cache()
     return emit(stabilize(derive(spec, max_ops)), backend)

@@ -87,10 +87,27 @@ def _renderer(ui: Terminal, jobs: int, max_ops: int, backend: str = "tf"):
             if jobs <= 1 or len(specs) <= 1:
                 return [_done(work(spec), spec, advance) for spec in specs]
             with ProcessPoolExecutor(max_workers=jobs) as pool:
-                futures = [pool.submit(work, spec) for spec in specs]
+                reparsed = partial(_build_reparsed, max_ops=max_ops, backend=backend)
+                futures = [pool.submit(reparsed, spec) for spec in specs]
                 return [_done(f.result(), spec, advance) for f, spec in zip(futures, specs)]
 
     return render
+
+
+def _build_reparsed(spec, max_ops: int, backend: str) -> str:
+    """`pipeline.build` of `spec` with its expression parsed again in this worker: a pickled
+    expression comes back re-evaluated by SymPy (ndtr's erfc(-u) as 2 - erfc(u)), and the
+    module would not be the bytes one process builds."""
+    import dataclasses
+
+    import sympy as sp
+
+    from codegen import pipeline
+    from codegen.front.spec import parse_expression
+
+    names = {n: sp.Symbol(n, real=True) for n in (*spec.args, *(p for p, _ in spec.params))}
+    expr = parse_expression(spec.expr_text, names, path=spec.path, line=1, col=1)
+    return pipeline.build(dataclasses.replace(spec, expr=expr), max_ops=max_ops, backend=backend)
 
 
 def _done(text: str, spec, advance) -> str:
