@@ -19,7 +19,9 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from codegen.composites import lower_erfcx, lower_hypot, lower_lgamma, lower_polygamma
 from codegen.front.functions import by_class, hypot
+from codegen.gamma_lowering import lower_gamma_difference
 from codegen.pieces import Pieces, free_symbols_of, lower_pieces
 
 
@@ -156,7 +158,8 @@ def _lower_add(b: _Builder, expr: sp.Add, env) -> str | float:
 
 
 def _lower_regimes(b: _Builder, regimes: Regimes, env) -> str | float:
-    """Selects over the pieces; NaN falls through to the last piece that is not a constant.
+    """Selects over the pieces; NaN falls through to the last piece that varies with the
+    split arg (or else the last that is not a constant).
 
     Pieces below the fall-through are chosen by `x < bound`, pieces above it by
     `x >= bound`: both false for NaN, so NaN reaches a form that keeps it, and constant
@@ -175,7 +178,9 @@ def _lower_regimes(b: _Builder, regimes: Regimes, env) -> str | float:
         else:
             values.append(_lower(b, form, env))
     varying = [i for i, value in enumerate(values) if not isinstance(value, float)]
-    fall = varying[-1] if varying else len(values) - 1
+    own = [i for i in varying if regimes.arg in free_symbols(regimes.forms[i])]
+    # NaN falls through to a piece of the split arg (a limit at inf free of it would drop it)
+    fall = (own or varying or [len(values) - 1])[-1]
     out = values[fall]
     if isinstance(out, float):  # every piece constant: sign(x) * 0 + c keeps NaN
         out = b.emit("fill_like", x, out)
@@ -202,41 +207,6 @@ def _clipped(b: _Builder, x: str, low: float, high: float, no_neg_inf: bool, no_
     if math.isinf(low) and math.isinf(high):
         return x
     return b.emit("clip", x, low, high)
-
-
-def _lower_hypot(b: _Builder, a, c) -> str:
-    """sqrt(a**2 + c**2) as big * sqrt(1 + (small/big)**2): no overflow, no underflow."""
-    if isinstance(a, float):  # hypot(1, x): the constant as a tensor of x's dtype
-        a = b.emit("fill_like", c, a)
-    if isinstance(c, float):
-        c = b.emit("fill_like", a, c)
-    a, c = b.emit("abs", a), b.emit("abs", c)
-    big, small = b.emit("maximum", a, c), b.emit("minimum", a, c)
-    ratio = b.emit("div_no_nan", small, big)
-    return b.emit("mul", big, b.emit("sqrt", b.emit("add", 1.0, b.emit("square", ratio))))
-
-
-ERFCX_SPLIT, ERFCX_TERMS = 3.0, 30
-
-
-def _lower_erfcx(b: _Builder, u) -> str:
-    """erfcx(u) with no TF kernel: below 3, exp(hi**2) * exp(lo * (u + hi)) * erfc(u), where
-    hi = round(256 u) / 256 makes hi**2 exact in float32 and float64 alike (u**2 rounded
-    would cost |u|**2 ulps); from 3 on, the Laplace continued fraction of erfc, 30 terms
-    (under 1 ulp there). Each side sees its input clipped to its interval; NaN goes below.
-    Below -27, where erfcx overflows every dtype, the lower side gives inf at -27.
-    """
-    low = b.emit("clip", u, -27.0, ERFCX_SPLIT)  # below -26.6 erfcx overflows float64
-    hi = b.emit("div", b.emit("round", b.emit("mul", low, 256.0)), 256.0)
-    lo_part = b.emit("mul", b.emit("sub", low, hi), b.emit("add", low, hi))
-    scale = b.emit("mul", b.emit("exp", b.emit("square", hi)), b.emit("exp", lo_part))
-    small = b.emit("mul", scale, b.emit("erfc", low))
-    high = b.emit("clip", u, ERFCX_SPLIT, math.inf)
-    fraction = high
-    for k in range(ERFCX_TERMS, 0, -1):
-        fraction = b.emit("add", high, b.emit("div", k / 2, fraction))
-    large = b.emit("div", 1 / math.sqrt(math.pi), fraction)
-    return b.emit("where_greater_equal", u, ERFCX_SPLIT, large, small)
 
 
 def _lower(b: _Builder, expr, env) -> str | float:
@@ -270,16 +240,24 @@ def _lower(b: _Builder, expr, env) -> str | float:
         out = args[0]
         for arg in args[1:]:
             out = b.emit(op, out, arg)
-        return out
+        # the frameworks' maximum(1, NaN) is 1: NaN of any arg is carried (sign(arg) * 0)
+        return _carry_nan(b, out, tuple(a for a in args if not isinstance(a, float)))
     if expr.func is hypot:
-        return _lower_hypot(b, *(_lower(b, arg, env) for arg in expr.args))
+        return lower_hypot(b, *(_lower(b, arg, env) for arg in expr.args))
     info = by_class(expr.func)
     if info is None:
         raise TypeError(f"cannot lower {expr.func.__name__} (in {expr})")
     if info.name == "erfcx":
-        return _lower_erfcx(b, _lower(b, expr.args[0], env))
+        return lower_erfcx(b, _lower(b, expr.args[0], env))
+    if info.name == "lgamma":
+        return lower_lgamma(b, _lower(b, expr.args[0], env))
     if info.name == "polygamma" and expr.args[0] == 0:
         return b.emit("digamma", _lower(b, expr.args[1], env))
+    if info.name == "polygamma":
+        return lower_polygamma(b, int(expr.args[0]), _lower(b, expr.args[1], env))
+    if info.name == "gamma_difference":
+        n, u, d = expr.args
+        return lower_gamma_difference(b, int(n), _lower(b, u, env), _lower(b, d, env))
     return b.emit(info.name, *(_lower(b, arg, env) for arg in expr.args))
 
 
@@ -300,7 +278,30 @@ def lower_each(
     """
     b = _Builder(prefix, unclipped)
     outputs = tuple(_carry_nan(b, _lower(b, expr, env), carry_nan_of) for expr, env in pairs)
-    return Program(tuple(b.steps), outputs)
+    return _live(Program(tuple(b.steps), outputs), prefix)
+
+
+def _live(program: Program, prefix: str) -> Program:
+    """`program` without the steps no output needs (a composite may emit a value only one
+    of its cases uses), temporaries numbered again in order."""
+    needed = {o for o in program.outputs if isinstance(o, str)}
+    for step in reversed(program.steps):
+        if step.target in needed:
+            needed.update(o for o in step.operands if isinstance(o, str))
+    kept = [step for step in program.steps if step.target in needed]
+    if len(kept) == len(program.steps):
+        return program
+    names = {step.target: f"{prefix}{i}" for i, step in enumerate(kept)}
+    steps = tuple(
+        Step(
+            names[st.target],
+            st.op,
+            tuple(names.get(o, o) if isinstance(o, str) else o for o in st.operands),
+        )
+        for st in kept
+    )
+    outputs = tuple(names.get(o, o) if isinstance(o, str) else o for o in program.outputs)
+    return Program(steps, outputs)
 
 
 def _carry_nan(b: _Builder, out: str | float, names: tuple) -> str | float:

@@ -231,9 +231,9 @@ def _exprel_d_x(x):
         (x*sigmoid(x) - tanh(x/2))/(x**2*sigmoid(-x)); (700.0, inf): exp(x)/x - (exp(x) -
         1)/x**2
     float32 form (regimes float32(sympy+sigmoid+rules(sigmoid_complement) | series x<16> |
-        sympy+spread powers+rules(expm1) | series x<16> |
-        sympy+sigmoid+rules(sigmoid_complement))): (-inf, -700.0): exp(x)/x - (exp(x) - 1)/x**2;
-        [-700.0, -2.3): (x*sigmoid(x) - tanh(x/2))/(x**2*sigmoid(-x)); [-2.3, 0.696):
+        sympy+spread powers+rules(expm1) | series x<16> | series term<1>)): (-inf, -700.0):
+        exp(x)/x - (exp(x) - 1)/x**2; [-700.0, -2.3): (x*sigmoid(x) -
+        tanh(x/2))/(x**2*sigmoid(-x)); [-2.3, 0.696):
         x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x/22230464256000 + 1/1394852659200) +
         1/93405312000) + 1/6706022400) + 1/518918400) + 1/43545600) + 1/3991680) + 1/403200) +
         1/45360) + 1/5760) + 1/840) + 1/144) + 1/30) + 1/8) + 1/3) + 1/2; [0.696, 88.8):
@@ -241,8 +241,7 @@ def _exprel_d_x(x):
         x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x/22230464256000 + 1/1394852659200) +
         1/93405312000) + 1/6706022400) + 1/518918400) + 1/43545600) + 1/3991680) + 1/403200) +
         1/45360) + 1/5760) + 1/840) + 1/144) + 1/30) + 1/8) + 1/3) + 1/2; [93.897, 700.0]:
-        (x*sigmoid(x) - tanh(x/2))/(x**2*sigmoid(-x)); (700.0, inf): exp(x)/x - (exp(x) -
-        1)/x**2
+        exp(x)/x; (700.0, inf): exp(x)/x - (exp(x) - 1)/x**2
     measured float32 mean 0.12 / p99 1.6 bits, float64 mean 0.09 / p99 1.6 bits
     """
     if x.dtype == tf.float32:
@@ -297,7 +296,7 @@ def _exprel_d_x(x):
         v48 = tf.math.multiply(v46, v47)
         v49 = tf.math.multiply(v48, v47)
         v50 = tf.math.add(v1, v49)
-        v51 = tf.where(tf.math.less_equal(x, 700.0), v14, v5)
+        v51 = tf.where(tf.math.less_equal(x, 700.0), v1, v5)
         v52 = tf.where(tf.math.less(x, 93.897), v44, v51)
         v53 = tf.where(tf.math.less(x, 88.8), v50, v52)
         v54 = tf.where(tf.math.less(x, 0.696), v44, v53)

@@ -7,12 +7,14 @@ from .exprel import exprel
 from .gelu import gelu
 from .huber import huber
 from .hypot import hypot
+from .lbeta import lbeta
 from .log1pexp import log1pexp
 from .log_cosh import log_cosh
 from .log_ndtr import log_ndtr
 from .log_sigmoid import log_sigmoid
 from .logaddexp import logaddexp
 from .logit import logit
+from .poisson_nll import poisson_nll
 from .selu import selu
 from .sigmoid import sigmoid
 from .silu import silu
@@ -28,12 +30,14 @@ __all__ = [
     "gelu",
     "huber",
     "hypot",
+    "lbeta",
     "log1pexp",
     "log_cosh",
     "log_ndtr",
     "log_sigmoid",
     "logaddexp",
     "logit",
+    "poisson_nll",
     "selu",
     "sigmoid",
     "silu",

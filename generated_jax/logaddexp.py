@@ -59,7 +59,11 @@ def _logaddexp_value(x, y):
     v2 = jnp.negative(v1)
     v3 = jax.nn.softplus(v2)
     v4 = jnp.maximum(x, y)
-    value = jnp.add(v3, v4)
+    v5 = jnp.multiply(jnp.sign(x), 0.0)
+    v6 = jnp.add(v4, v5)
+    v7 = jnp.multiply(jnp.sign(y), 0.0)
+    v8 = jnp.add(v6, v7)
+    value = jnp.add(v3, v8)
     return value
 
 

@@ -70,7 +70,11 @@ def _logaddexp_value(x, y):
     v2 = torch.neg(v1)
     v3 = _softplus(v2)
     v4 = torch.maximum(x, y)
-    value = torch.add(v3, v4)
+    v5 = torch.mul(torch.sign(x), 0.0)
+    v6 = torch.add(v4, v5)
+    v7 = torch.mul(torch.sign(y), 0.0)
+    v8 = torch.add(v6, v7)
+    value = torch.add(v3, v8)
     return value
 
 

@@ -170,13 +170,17 @@ def test_eager_equals_the_fallback_without_the_recording_api(name, monkeypatch):
 
 @pytest.mark.parametrize("name", OPS)
 def test_one_order_beyond_is_autodiff_of_the_last_form(name):
-    """Beyond the spec's order both paths differentiate the last form. At infinite inputs the
-    form's own backward pass may be inf * 0 (hypot f_xxy at x = inf: NaN eagerly), which the
-    jet's NaN guard turns into 0 in graphs; no promise is made there, so those rows are left
-    out."""
+    """Beyond the spec's order both paths differentiate the last form. At infinite inputs, and
+    where a last form is infinite, the form's own backward pass may be inf * 0 (hypot f_xxy at
+    x = inf: NaN eagerly), which the jet's NaN guard turns into 0 in graphs; no promise is
+    made there, so those rows are left out."""
     spec, eager, graph = _call_paths(name, tf.float64, beyond=1)
     _, args = _points(name, tf.float64)
     finite_args = np.all([np.isfinite(a.numpy()) for a in args], axis=0)
+    # at a pole of the last forms (lbeta's f_aa at a = 0 is inf) the jet's NaN guard drops
+    # an inf * 0 term the eager pass keeps: no promise there either
+    last = [np.asarray(v) for index, v in eager.items() if sum(index) == spec.order]
+    finite_args &= np.all([np.isfinite(v) for v in last], axis=0)
     for index in eager:
         if sum(index) <= spec.order:
             continue

@@ -26,7 +26,7 @@ from codegen.front.functions import hypot
 from codegen.front.spec import parse_spec_text
 from codegen.judge import accuracy
 from codegen.judge.numeric import run
-from codegen.lower import lower
+from codegen.lower import Regimes, lower
 from codegen.pipeline import build
 from codegen.stabilize.rules import apply_rules
 from codegen.timebound import SymPyTimeout, bounded, time_limit
@@ -131,6 +131,14 @@ def test_op_with_args_named_like_internal_locals(tmp_path):
         assert got.numpy()[0] == pytest.approx(want, rel=2.0**-44), index  # 8 bits of 53
 
 
+def _pieces(form) -> tuple:
+    """The SymPy forms inside a chosen form: its pieces where `limits` wrapped it in Regimes
+    (sqrt(x**2 + y**2) - x has the limit +inf at x = -inf, where the conjugate is NaN)."""
+    if isinstance(form, Regimes):
+        return tuple(f for piece in form.forms for f in _pieces(piece))
+    return (form,)
+
+
 def test_conjugate_regime_on_two_args_keeps_the_promise():
     """sqrt(x**2 + y**2) - x cancels for x > 0: the conjugate piece, selected on the sign of
     an expression of the args, keeps the promise where the sum as written does not."""
@@ -142,7 +150,7 @@ def test_conjugate_regime_on_two_args_keeps_the_promise():
     value = derive(spec).partials[0]
     chosen = choose(spec, value, 300)
     assert chosen.chosen.keeps_promise(), chosen.chosen
-    assert chosen.chosen.form.has(sp.Piecewise)
+    assert any(form.has(sp.Piecewise) for form in _pieces(chosen.chosen.form))
     (plain,) = [c for c in chosen.tried if c.label == "sympy"]
     assert not plain.keeps_promise()
 
@@ -157,7 +165,7 @@ def test_domain_of_an_arg_is_an_assumption_rewrites_may_use():
     value = derive(spec).partials[0]
     chosen = choose(spec, value, 300)
     assert chosen.keeps_promise(), chosen.shipped_figures()
-    assert chosen.chosen.form.has(hypot)
+    assert any(form.has(hypot) for form in _pieces(chosen.chosen.form))
     (plain,) = [c for c in chosen.tried if c.label == "sympy"]
     assert not plain.keeps_promise()
 

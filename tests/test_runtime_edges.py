@@ -182,6 +182,11 @@ LIMITS = {
     # per arg where they differ: x at +-inf with y = 0.5 (f_x = log y), y at +inf with x = 0.5
     ("xlogy", +INF): {0: [-INF, np.log(0.5), 0.0], 1: [INF, 0.0, 0.0]},
     ("xlogy", -INF): {0: [INF, np.log(0.5), 0.0]},
+    # lbeta(a, 0.5) -> -inf as a -> inf (B(a, b) ~ Gamma(b) a**-b), its a-derivatives -> 0
+    ("lbeta", +INF): [-INF, 0.0, 0.0],
+    # r at +-inf with k = 0.5 (f_r = exp(r) - k), k at +inf with r = 0.5 (f_k ~ log k)
+    ("poisson_nll", +INF): {0: [INF, INF, INF], 1: [INF, INF, 0.0]},
+    ("poisson_nll", -INF): {0: [INF, -0.5, 0.0]},
 }
 LIMITS_MISSED: dict = {}  # (op, point) -> why it is still wrong; empty since limits.py
 

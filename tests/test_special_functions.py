@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from codegen.front.functions import erfcx
+from codegen.front.functions import ALL_FUNCTIONS, erfcx
 from codegen.front.spec import parse_expression
 from codegen.judge import accuracy
 from codegen.judge.numeric import run
@@ -81,6 +81,18 @@ def test_erfcx_composite_keeps_the_promise(dtype):
     assert figures.keeps_promise(), figures
 
 
+@pytest.mark.parametrize("dtype", accuracy.DTYPES)
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_polygamma_composite_keeps_the_promise(n, dtype):
+    """hogen's own polygamma for u > 0 (XLA's kernel is 2.7 bits off on average)."""
+    points = accuracy.sample_points(((0.0, np.inf),), dtype, 2000)
+    points = points[np.isfinite(points[:, 0]) & (points[:, 0] > 0)]
+    exact = accuracy.reference(sp.polygamma(n, x), (x,), points, dtype)
+    approx = run(lower([sp.polygamma(n, x)], {x: "x"}), {"x": points[:, 0]}, dtype)[0]
+    figures = accuracy.figures(approx, exact, dtype)
+    assert figures.keeps_promise(), figures
+
+
 def test_lowered_names_of_the_tf_kernels():
     program = lower(
         [_parse("lgamma(x) + digamma(x) + polygamma(2, x) + erfinv(y) + atan2(y, x)")],
@@ -94,16 +106,15 @@ def test_lowered_names_of_the_tf_kernels():
 @pytest.mark.parametrize("n", [1, 2])
 def test_mirror_polygamma_flushes_where_tensorflow_does(n, dtype):
     """tf.math.polygamma(n, u) sums u**-(n + 1) terms, flushed to 0 below the smallest normal:
-    it returns 0 where the exact value is a normal number. The mirror the stabilizer measures
-    with must do the same, or it ships forms that fail there (poisson_nll's f_kk did)."""
+    it returns 0 where the exact value is a normal number. The mirror of the kernel (which
+    hogen's lowering still uses for u <= 0) must do the same."""
     from conftest_tf import tf
 
     info = np.finfo(dtype)
     edge = float(info.tiny) ** (-1.0 / (n + 1))
     points = np.array([edge / 4, edge / 1.5, edge * 1.5, edge * 4, 1e3, 7.5], dtype=dtype)
     points = points[np.isfinite(points)]
-    program = lower([_parse(f"polygamma({n}, x)")], {x: "x"})
-    mirrored = run(program, {"x": points}, dtype)[0]
+    mirrored = ALL_FUNCTIONS["polygamma"].numpy_func(float(n), points)
     got = tf.math.polygamma(tf.fill(points.shape, tf.constant(n, dtype)), points).numpy()
     assert np.array_equal(mirrored == 0, got == 0), (points, mirrored, got)
     assert (got == 0).any() and (got != 0).any()

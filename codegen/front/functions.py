@@ -21,6 +21,8 @@ import numpy as np
 import sympy as sp
 from sympy.codegen.cfunctions import expm1, hypot, log1p
 
+from codegen.front.gamma import fast_polygamma, gamma_difference
+
 __all__ = [
     "FUNCTIONS",
     "ALL_FUNCTIONS",
@@ -94,7 +96,7 @@ class softplus(sp.Function):  # noqa: N801
 
 class erfcx(sp.Function):  # noqa: N801
     """The scaled complementary error function exp(u**2) * erfc(u); TF has no kernel for it:
-    `lower` computes it from stable pieces (`lower_erfcx`)."""
+    `lower` computes it from stable pieces (`composites.lower_erfcx`)."""
 
     nargs = 1
 
@@ -228,10 +230,21 @@ def _np_polygamma(n, u):
     n = np.broadcast_to(np.asarray(n, dtype=np.float64), u.shape)
     one = np.vectorize(_polygamma, otypes=[np.float64])
     with np.errstate(all="ignore"):
-        out = one(n, u.astype(np.float64))
+        out = fast_polygamma(int(n.flat[0]), u) if n.size else np.zeros(u.shape)
+        rest = np.isnan(out) & (np.unique(n).size == 1)
+        out[rest] = one(n[rest], u.astype(np.float64)[rest])
+        out = out if np.unique(n).size == 1 else one(n, u.astype(np.float64))
         tiny = float(np.finfo(u.dtype).tiny) if u.dtype.kind == "f" else 0.0
-        flushed = (n >= 1) & (u.astype(np.float64) ** -(n + 1) < tiny)
+        flushed = (n >= 1) & (np.abs(u.astype(np.float64)) ** -(n + 1) < tiny)
         return np.where(flushed, 0.0, out).astype(u.dtype)
+
+
+def _gamma_difference(n: float, u: float, d: float) -> float:
+    import mpmath
+
+    f = mpmath.loggamma if n == -1 else lambda x: mpmath.psi(int(n), x)
+    with mpmath.workdps(60):
+        return float(f(mpmath.mpf(u)) - f(mpmath.mpf(u) + mpmath.mpf(d)))
 
 
 def _erfinv(u: float) -> float:
@@ -301,6 +314,10 @@ INTERNAL_FUNCTIONS: dict[str, FunctionInfo] = {
     # is lowered as digamma
     "polygamma": FunctionInfo("polygamma", sp.polygamma, "tf.math.polygamma", _np_polygamma),
     "atan2": FunctionInfo("atan2", sp.atan2, "tf.math.atan2", np.arctan2),
+    # lowered as a composite (gamma_lowering.py); no single op
+    "gamma_difference": FunctionInfo(
+        "gamma_difference", gamma_difference, "", np.vectorize(_gamma_difference)
+    ),
 }
 ALL_FUNCTIONS: dict[str, FunctionInfo] = {**FUNCTIONS, **INTERNAL_FUNCTIONS}
 

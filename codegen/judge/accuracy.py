@@ -231,6 +231,11 @@ def _polygamma(n, u):
     return (-1) ** (k + 1) * math.factorial(k) * flint.arb(k + 1).zeta(u)
 
 
+def _gamma_family(n, u):
+    k = int(n.unique_fmpz())
+    return u.lgamma() if k == -1 else _polygamma(n, u)
+
+
 def _erfcx(u):
     """exp(u**2) erfc(u); past 1e4 the asymptotic series, its remainder in the radius."""
     if u > 10**4:
@@ -289,6 +294,7 @@ _ARB_FUNCS = {
     "atan2": lambda y, x: flint.arb.atan2(y, x),
     "erfcx": _erfcx,
     "erfc": _erfc,
+    "gamma_difference": lambda n, u, d: _gamma_family(n, u) - _gamma_family(n, u + d),
 }
 _OVERFLOWS = frozenset({"exp", "expm1", "sinh", "cosh", "erfcx"})
 _OUTSIDE = {  # true where the operand surely lies outside the function's real domain

@@ -55,6 +55,10 @@ _GELU_NOTE = (
     "In float64 it is only about as accurate as float32: it scales x by "
     "`math_ops.cast(0.7071067811865476, dtype)`, a float32 constant cast up."
 )
+_POISSON_NOTE = (
+    "The framework's loss is exp(r) - k r; its full=True term is Stirling's approximation of "
+    "lgamma(k + 1), so the exact lgamma is added here."
+)
 _SINC_NOTE = "Normalized sinc, so x / pi is rounded before it."
 
 TF: dict[str, Builtin] = {
@@ -79,6 +83,15 @@ TF: dict[str, Builtin] = {
     ),
     "elu": Builtin("tf.nn.elu(x)", lambda x: _tf().nn.elu(x)),
     "selu": Builtin("tf.nn.selu(x)", lambda x: _tf().nn.selu(x)),
+    "lbeta": Builtin(
+        "tf.math.lbeta(tf.stack([a, b], axis=-1))",
+        lambda a, b: _tf().math.lbeta(_tf().stack([a, b], axis=-1)),
+    ),
+    "poisson_nll": Builtin(
+        "tf.nn.log_poisson_loss(k, r) + tf.math.lgamma(k + 1)",
+        lambda r, k: _tf().nn.log_poisson_loss(k, r) + _tf().math.lgamma(k + 1),
+        _POISSON_NOTE,
+    ),
     "huber": Builtin(
         "tf.keras.losses.huber(0, x, delta)",
         lambda x, delta: _tf().keras.losses.huber(
@@ -105,6 +118,7 @@ JAX: dict[str, Builtin] = {
     "logit": Builtin("jax.scipy.special.logit(p)", lambda p: _jsp().logit(p)),
     "log_ndtr": Builtin("jax.scipy.special.log_ndtr(x)", lambda x: _jsp().log_ndtr(x)),
     "sinc": Builtin("jnp.sinc(x / pi)", lambda x: _jnp().sinc(x / _jnp().pi), _SINC_NOTE),
+    "lbeta": Builtin("jax.scipy.special.betaln(a, b)", lambda a, b: _jsp().betaln(a, b)),
     "student_t_logpdf": Builtin(
         "jax.scipy.stats.t.logpdf(x, nu)",
         lambda x, nu: _module("jax.scipy.stats").t.logpdf(x, nu),
@@ -133,6 +147,11 @@ TORCH: dict[str, Builtin] = {
         ),
     ),
     "logit": Builtin("torch.logit(p)", lambda p: _torch().logit(p)),
+    "poisson_nll": Builtin(
+        "F.poisson_nll_loss(r, k, reduction='none') + torch.lgamma(k + 1)",
+        lambda r, k: _tnnf().poisson_nll_loss(r, k, reduction="none") + _torch().lgamma(k + 1),
+        _POISSON_NOTE,
+    ),
     "log_ndtr": Builtin("torch.special.log_ndtr(x)", lambda x: _torch().special.log_ndtr(x)),
     "sinc": Builtin("torch.sinc(x / pi)", lambda x: _torch().sinc(x / math.pi), _SINC_NOTE),
     "student_t_logpdf": Builtin(

@@ -14,6 +14,7 @@ import sympy as sp
 
 from codegen.front.functions import hypot, sigmoid, softplus
 from codegen.stabilize.conjugates import conjugate_forms
+from codegen.stabilize.gamma import gamma_difference_forms
 from codegen.stabilize.rules import apply_rules
 from codegen.timebound import SymPyTimeout, bounded, time_limit  # noqa: F401 - re-exported
 
@@ -259,16 +260,22 @@ def sigmoid_forms(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
 
 
 def series_forms(expr: sp.Expr, arg: sp.Symbol, point: int = 0) -> list[tuple[str, sp.Expr]]:
-    """Taylor polynomials of `expr` about `point`, several degrees, for cancellation near it."""
-    out = []
+    """Taylor polynomials of `expr` about `point`, several degrees, for cancellation near it.
+
+    The expansion and the polynomial in `arg` are built under one bound: with other args in
+    the coefficients, building the polynomial can cost more than the series."""
     try:
         with time_limit(SERIES_SECONDS):
             longest = sp.series(expr, arg, point, max(SERIES_TERMS)).removeO()
+            if longest.has(sp.log, sp.Order, sp.I) or not longest.is_polynomial(arg):
+                return []  # I: complex at 0
+            return _truncations(sp.Poly(longest, arg), arg)
     except (Exception, SymPyTimeout):  # noqa: BLE001 - SymPy raises many kinds
-        return out
-    if longest.has(sp.log, sp.Order, sp.I) or not longest.is_polynomial(arg):  # I: complex at 0
-        return out
-    poly = sp.Poly(longest, arg)
+        return []
+
+
+def _truncations(poly: sp.Poly, arg: sp.Symbol) -> list[tuple[str, sp.Expr]]:
+    out = []
     for terms in SERIES_TERMS:
         truncated = sum(
             (coeff * arg**power for (power,), coeff in poly.terms() if power < terms), sp.S.Zero
@@ -294,6 +301,7 @@ def candidates(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[str, sp
         raw += [(f"{label}+{name}", form) for name, form in conjugate_forms(variant)]
         raw += [(f"{label}+{name}", form) for name, form in spread_forms(variant)]
         raw += [(f"{label}+{name}", form) for name, form in ratio_forms(variant)]
+        raw += [(f"{label}+{name}", form) for name, form in gamma_difference_forms(variant)]
     seen: set[str] = set()
     out: list[tuple[str, sp.Expr]] = []
     for label, form in raw:

@@ -2,16 +2,17 @@
 
 In: a chosen form of one partial, the exact derivative, the args and their domains.
 Out: the same form, with a piece at -inf and/or +inf of an arg returning the derivative's
-limit there, if that arg's domain reaches that infinity, SymPy finds a finite limit in
-time, and the form as TensorFlow computes it (float32 and float64, the other args at a
-few finite values) does not already return it.
+limit there, if that arg's domain reaches that infinity, SymPy finds a limit (finite or
+±inf) in time, and the form as TensorFlow computes it (float32 and float64, the other args
+at a few finite values) does not already return it.
 
 Forms stable on the whole real line can still be NaN at ±inf: silu's f' written
 `x*sigmoid(-x)*sigmoid(x) + sigmoid(x)` is `inf*0` at +inf, where the derivative tends to
 1; hypot's x/hypot(x, y) is inf/inf at x = inf, where it tends to 1.
 The sample points are finite, so the stabilizer cannot see it; this stage checks the two
 points directly. NaN still gives NaN: the pieces are selected by `x <= -inf` and `x < inf`
-(false for NaN), and a constant piece keeps NaN in (`sign(x)*0 + c`).
+(false for NaN), NaN falls through to a piece that varies with x, and a constant piece
+keeps NaN in (`sign(x)*0 + c`).
 """
 
 from __future__ import annotations
@@ -34,18 +35,18 @@ OTHER_VALUES = (-2.5, -0.5, 0.5, 3.0)  # where the other args sit when one is in
 
 @functools.lru_cache(maxsize=512)  # both passes of a promoted op ask for the same limits
 def _limit(expr: sp.Expr, arg: sp.Symbol, towards) -> sp.Expr | None:
-    """The finite real limit of `expr` as `arg` tends to `towards` (it may depend on the other
-    args), or None."""
+    """The real limit of `expr` as `arg` tends to `towards`, finite or +-oo (it may depend on
+    the other args), or None."""
     try:
         with time_limit(LIMIT_SECONDS):
             value = sp.limit(expr, arg, towards)
     except (Exception, SymPyTimeout):  # noqa: BLE001 - SymPy raises many kinds
         return None
-    if arg in value.free_symbols or value.has(sp.Limit, sp.AccumBounds) or not value.is_real:
+    if arg in value.free_symbols or value.has(sp.Limit, sp.AccumBounds, sp.zoo, sp.nan):
         return None  # no limit (sin(x) at inf is AccumBounds(-1, 1)), or none SymPy found
-    if not value.is_finite:
+    if not (value.is_real or value in (sp.oo, -sp.oo)):
         return None
-    return value
+    return value  # a finite limit, or +-oo (poisson_nll's value at k = inf is inf, not NaN)
 
 
 def _number(limit: sp.Expr, at: dict) -> float:
@@ -111,7 +112,7 @@ def with_limits(form, exact: sp.Expr, args, domains, evaluate):
 
 def _piece_at(form, exact, args, domains, evaluate, k: int, reached: bool, side: int):
     """The limit of `exact` as arg k tends to side * inf, where `form` is NaN or infinite
-    there and the limit is finite; else None. A form finite at infinity is kept as it is
+    there and the limit is finite or ±inf; else None. A form finite at infinity is kept as it is
     (no limit is computed), and nothing here may fail a build."""
     if not reached:
         return None

@@ -108,7 +108,11 @@ def _logaddexp_value(x, y):
     v2 = tf.math.negative(v1)
     v3 = tf.math.softplus(v2)
     v4 = tf.math.maximum(x, y)
-    value = tf.math.add(v3, v4)
+    v5 = tf.math.multiply(tf.math.sign(x), 0.0)
+    v6 = tf.math.add(v4, v5)
+    v7 = tf.math.multiply(tf.math.sign(y), 0.0)
+    v8 = tf.math.add(v6, v7)
+    value = tf.math.add(v3, v8)
     return value
 
 

@@ -1,0 +1,177 @@
+"""Measuring one candidate form of a partial: where, against what, and how it is scored.
+
+In: a form (SymPy or Regimes), the spec, and the partial's exact derivative. Out: the
+sample points and their exact values (`measuring_points`), the form as each path and dtype computes
+it in the NumPy mirror (`evaluate`, `as_shipped`), and a `Candidate` with its figures,
+blowups and points over the p99 limit (`measured`). `equals_exact` checks that a rewrite
+is the derivative at check points. `selection` ranks what this module measures.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import sympy as sp
+
+from codegen.front.spec import Spec
+from codegen.judge import accuracy
+from codegen.judge.numeric import PATHS, rewritten_under_xla, run
+from codegen.lower import Regimes, lower, op_count
+from codegen.pieces import Pieces
+
+CHECK_POINTS = (-3.5, -1.25, -0.375, 0.3125, 0.75, 2.5, 6.0)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    label: str
+    form: object  # sp.Expr or Regimes
+    figures: tuple[accuracy.Figures, ...]  # one per accuracy.DTYPES
+    ops: int
+    blowups: int = 0  # points returning NaN/inf where the exact value is finite (even 0)
+    bad_points: int = 0  # points more than P99_LIMIT bits off, inside the p99 or not
+
+    def keeps_promise(self) -> bool:
+        return all(f.keeps_promise() for f in self.figures)
+
+    def rank(self) -> tuple:
+        """Fewest broken promise criteria, failures, blowups, points over 8 bits; then p99,
+        mean and op count."""
+        broken = sum(f.broken_criteria() for f in self.figures)
+        failures = sum(f.failures for f in self.figures)
+        p99 = sum(round(f.p99_bits) for f in self.figures)
+        mean = sum(round(f.mean_bits * 4) / 4 for f in self.figures)
+        return (broken, failures, self.blowups, self.bad_points, p99, mean, self.ops)
+
+
+@dataclass(frozen=True)
+class Samples:
+    points: dict[str, np.ndarray]
+    exact: dict[str, np.ndarray]
+
+
+def param_values(spec: Spec) -> dict[sp.Symbol, sp.Expr]:
+    return {sym: sp.Rational(value) for sym, (_, value) in zip(spec.param_symbols, spec.params)}
+
+
+def _with_params(form, values):
+    if isinstance(form, Regimes):
+        forms = tuple(_with_params(f, values) for f in form.forms)
+        return Regimes(form.arg, form.bounds, forms, form.closed)
+    if isinstance(form, Pieces):
+        conds = tuple(c.subs(values) for c in form.conds)
+        exact = tuple(e.subs(values) for e in form.exact)
+        return Pieces(conds, tuple(_with_params(f, values) for f in form.forms), exact)
+    return form.subs(values)
+
+
+def evaluate(form, spec: Spec, points: np.ndarray, dtype: str, path: str = "eager") -> np.ndarray:
+    """`form` at `points` (rows), computed in `dtype` as the generated TF code computes it on
+    `path` (eager, or XLA after its algebraic rewrites: `numeric.PATHS`)."""
+    form = _with_params(form, param_values(spec))
+    names = {sym: sym.name for sym in spec.arg_symbols}
+    program = lower([form], names)
+    columns = {sym.name: points[:, i] for i, sym in enumerate(spec.arg_symbols)}
+    return run(program, columns, dtype, path)[0]
+
+
+def _worst_of(approx: list[np.ndarray], exact: np.ndarray, dtype: str) -> np.ndarray:
+    """Per point, the approximation furthest from `exact`: the op is judged on its worst path."""
+    bits = np.stack(
+        [np.nan_to_num(accuracy.bits_error(a, exact, dtype), nan=np.inf) for a in approx]
+    )
+    return np.take_along_axis(np.stack(approx), np.argmax(bits, axis=0)[None], axis=0)[0]
+
+
+def _edge_points(domain, dtype: str) -> np.ndarray:
+    """Points crowding each finite edge of a one-arg domain (p = 1 - 2**-k for logit)."""
+    ((lo, hi),) = domain
+    width = hi - lo if np.isfinite(hi - lo) else 1.0
+    steps = width * np.exp2(-np.arange(1, 60, dtype=np.float64))
+    values = [lo + steps] if np.isfinite(lo) else []
+    values += [hi - steps] if np.isfinite(hi) else []
+    if not values:
+        return np.zeros((0, 1), dtype=dtype)
+    column = np.concatenate(values).astype(dtype)
+    return column[(column > lo) & (column < hi)].reshape(-1, 1)
+
+
+def stabilizer_points(domain, dtype: str, n: int) -> np.ndarray:
+    """Verify's points (seed 0), twice as many more (seed 1), and points crowding finite edges.
+
+    Choosing on more points than `hogen verify` scores keeps verify an honest check.
+    """
+    parts = [
+        accuracy.sample_points(domain, dtype, n),
+        accuracy.sample_points(domain, dtype, 2 * n, 1),
+    ]
+    if len(domain) == 1:
+        parts.append(_edge_points(domain, dtype))
+    return np.unique(np.concatenate(parts), axis=0)
+
+
+def measuring_points(spec: Spec, exact_expr: sp.Expr, n: int) -> Samples:
+    expr = exact_expr.subs(param_values(spec))
+    points, exact = {}, {}
+    cache = accuracy.default_cache_dir()
+    for dtype in accuracy.DTYPES:
+        points[dtype] = stabilizer_points(spec.domain, dtype, n)
+        exact[dtype] = accuracy.reference(
+            expr, spec.arg_symbols, points[dtype], dtype, cache_dir=cache
+        )
+    return Samples(points, exact)
+
+
+def as_shipped(form, spec: Spec, samples: Samples, promoted: bool) -> dict[str, np.ndarray]:
+    """`form` at the sample points of each dtype, computed as the op will (float32 in float64
+    when `promoted`), on its worst path per point (XLA only where its rewrites apply)."""
+    form = _with_params(form, param_values(spec))
+    program = lower([form], {sym: sym.name for sym in spec.arg_symbols})
+    paths = PATHS if rewritten_under_xla(program) else ("eager",)
+    out = {}
+    for dtype in accuracy.DTYPES:
+        compute = "float64" if dtype == "float32" and promoted else dtype
+        points = samples.points[dtype].astype(compute)
+        columns = {sym.name: points[:, i] for i, sym in enumerate(spec.arg_symbols)}
+        with np.errstate(over="ignore"):  # float64 values beyond float32's range round to inf
+            approx = [run(program, columns, compute, path)[0].astype(dtype) for path in paths]
+        out[dtype] = _worst_of(approx, samples.exact[dtype], dtype)
+    return out
+
+
+def measured(label: str, form, spec: Spec, samples: Samples, promoted: bool = False):
+    """(the `Candidate`, its error in bits per point for each dtype)."""
+    figures, blowups, bad, bits = [], 0, 0, {}
+    for d, approx in as_shipped(form, spec, samples, promoted).items():
+        figures.append(accuracy.figures(approx, samples.exact[d], d))
+        blowups += int(np.sum(np.isfinite(samples.exact[d]) & ~np.isfinite(approx)))
+        bits[d] = accuracy.bits_error(approx, samples.exact[d], d)
+        bad += int(np.sum(np.nan_to_num(bits[d]) > accuracy.P99_LIMIT))
+    return Candidate(label, form, tuple(figures), op_count(form), blowups, bad), bits
+
+
+def measure(label: str, form, spec: Spec, samples: Samples, promoted: bool = False) -> Candidate:
+    return measured(label, form, spec, samples, promoted)[0]
+
+
+def equals_exact(form: sp.Expr, exact: sp.Expr, spec: Spec, in_domain: bool = False) -> bool:
+    """True if `form` and `exact` round to the same float64 at every check point (only those
+    inside the spec's domain, `in_domain`)."""
+    values = param_values(spec)
+    n_args = len(spec.args)
+    rows = np.array(
+        [
+            [CHECK_POINTS[(i + j) % len(CHECK_POINTS)] for j in range(n_args)]
+            for i in range(len(CHECK_POINTS))
+        ],
+        dtype=np.float64,
+    )
+    if in_domain:
+        lo, hi = np.array(spec.domain, dtype=np.float64).T
+        rows = rows[np.all((rows >= lo) & (rows <= hi), axis=1)]
+        if len(rows) < 2:
+            return False
+    a = accuracy.reference(form.subs(values), spec.arg_symbols, rows, "float64")
+    b = accuracy.reference(exact.subs(values), spec.arg_symbols, rows, "float64")
+    return bool(np.array_equal(a, b, equal_nan=True))
