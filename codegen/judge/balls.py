@@ -1,0 +1,326 @@
+"""Expressions evaluated in python-flint `arb` balls, one point at a time.
+
+In: a SymPy expression and its symbols. Out: `compile_balls`, a straight-line program over
+balls (each SymPy node one operation: hogen's functions through the table `_ARB_FUNCS`,
+comparisons and `where` as ball logic), and `point`, its value at one input row at the
+current precision, rounded to a dtype when both ends of the ball round alike, or why not
+("again": wider than a float, "zero", "undefined", "overflow"). `accuracy.reference`
+drives the precision.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import math
+from dataclasses import dataclass
+
+import flint
+import sympy as sp
+
+from codegen.front.functions import by_class
+
+try:
+    from sympy.codegen.numpy_nodes import logaddexp
+except ImportError:  # pragma: no cover - older SymPy
+    logaddexp = None
+
+FORMAT = {"float32": (24, -126, 127), "float64": (53, -1022, 1023)}  # precision, emin, emax
+
+
+def _round_dyadic(man: int, exp: int, dtype: str) -> float:
+    """man * 2**exp rounded to nearest, ties to even, in `dtype`; subnormal results are 0.0."""
+    prec, emin, emax = FORMAT[dtype]
+    sign, m = (-1.0 if man < 0 else 1.0), abs(man)
+    top = m.bit_length() - 1 + exp
+    if m == 0 or top < emin - 1:  # below half the smallest normal: 0 however it rounds
+        return 0.0
+    if top > emax + 1:
+        return sign * math.inf
+    shift = max(top, emin) - prec + 1 - exp  # the IEEE quantum of this binade, in bits
+    if shift > 0:
+        q, r, half = m >> shift, m & ((1 << shift) - 1), 1 << (shift - 1)
+        m, exp = q + (r > half or (r == half and q & 1)), exp + shift
+    top = m.bit_length() - 1 + exp
+    if m == 0 or top < emin:
+        return 0.0
+    return sign * math.inf if top > emax else sign * math.ldexp(m, exp)
+
+
+def _round_ends(lo: tuple[int, int], hi: tuple[int, int], dtype: str) -> float | None:
+    """The float both ends of an enclosure round to, or None if they round apart."""
+    a, b = _round_dyadic(*lo, dtype), _round_dyadic(*hi, dtype)
+    return a if a == b else None
+
+
+def _sigmoid(u, exp):
+    if u < 0:  # surely negative: arb answers False when unsure
+        return exp(u) / (1 + exp(u))
+    return 1 / (1 + exp(-u))
+
+
+def _softplus(u, exp, log1p):
+    return u + log1p(exp(-u)) if u > 0 else log1p(exp(u))
+
+
+def _polygamma(n, u):
+    """psi^(n)(u) = (-1)^(n+1) n! zeta(n+1, u) for n >= 1; digamma for n = 0."""
+    k = int(n.unique_fmpz())
+    if k == 0:
+        return u.digamma()
+    return (-1) ** (k + 1) * math.factorial(k) * flint.arb(k + 1).zeta(u)
+
+
+def _gamma_family(n, u):
+    k = int(n.unique_fmpz())
+    return u.lgamma() if k == -1 else _polygamma(n, u)
+
+
+def _erfcx(u):
+    """exp(u**2) erfc(u); past 1e4 the asymptotic series, its remainder in the radius."""
+    if u > 10**4:
+        inv2 = 1 / (2 * u * u)
+        lead = 1 / (u * flint.arb.pi().sqrt())
+        tail = lead * 15 * inv2**3
+        return lead * (1 - inv2 + 3 * inv2 * inv2) + flint.arb(0, tail.upper())
+    return (u * u).exp() * u.erfc()
+
+
+def _erfc(u):
+    """erfc(u); past 1e4 as erfcx(u)*exp(-u**2): arb's own erfc keeps only about 16 bits
+    there, whatever the precision, and log_ndtr's tail lives there."""
+    if u > 10**4:
+        return _erfcx(u) * (-(u * u)).exp()
+    return u.erfc()
+
+
+def _method(name: str):
+    return lambda u: getattr(u, name)()
+
+
+_EXP, _LOG1P = _method("exp"), _method("log1p")
+_ARB_FUNCS = {
+    name: _method(name)
+    for name in (
+        "exp",
+        "log",
+        "sin",
+        "cos",
+        "tan",
+        "asin",
+        "acos",
+        "atan",
+        "sinh",
+        "cosh",
+        "tanh",
+        "asinh",
+        "acosh",
+        "atanh",
+        "erf",
+        "log1p",
+        "expm1",
+    )
+} | {
+    "abs": abs,
+    "sign": lambda u: u.sgn(),
+    "sigmoid": lambda u: _sigmoid(u, _EXP),
+    "softplus": lambda u: _softplus(u, _EXP, _LOG1P),
+    "hypot": lambda a, b: (a * a + b * b).sqrt(),
+    "logaddexp": lambda a, b: a + _softplus(b - a, _EXP, _LOG1P),
+    "lgamma": _method("lgamma"),
+    "digamma": _method("digamma"),
+    "erfinv": _method("erfinv"),
+    "polygamma": lambda n, u: _polygamma(n, u),
+    "atan2": lambda y, x: flint.arb.atan2(y, x),
+    "erfcx": _erfcx,
+    "erfc": _erfc,
+    "gamma_difference": lambda n, u, d: _gamma_family(n, u) - _gamma_family(n, u + d),
+}
+_OVERFLOWS = frozenset({"exp", "expm1", "sinh", "cosh", "erfcx"})
+_OUTSIDE = {  # true where the operand surely lies outside the function's real domain
+    "log": lambda u: u < 0,
+    "log1p": lambda u: u < -1,
+    "acosh": lambda u: u < 1,
+    **dict.fromkeys(("asin", "acos", "atanh", "erfinv"), lambda u: u < -1 or u > 1),
+}
+
+
+@dataclass(frozen=True)
+class _Op:
+    arb: object
+    args: tuple[int, ...]
+    overflows: bool = False
+    outside: object = None
+
+
+@dataclass(frozen=True)
+class _Program:
+    """Slots: the inputs, then the constants (`leaves`), then one per op; `root` is the value."""
+
+    n_inputs: int
+    leaves: tuple[sp.Expr, ...]
+    ops: tuple[_Op, ...]
+    root: int
+
+
+def _pow_op(base: int, e: sp.Expr, visit) -> _Op:
+    if e.is_Integer:
+        k = int(e)
+        return _Op(lambda u: u**k, (base,))
+    if e.is_Rational:
+        p, q = int(e.p), int(e.q)
+        return _Op(
+            lambda u: (u.sqrt() if q == 2 else u.root(q)) ** p, (base,), outside=lambda u: u < 0
+        )
+    return _Op(
+        lambda u, v: (v * u.log()).exp(),
+        (base, visit(e)),
+        overflows=True,
+        outside=lambda u, v: u < 0,
+    )
+
+
+def _extremum_op(node: sp.Expr, visit) -> _Op:
+    """Max/Min of balls (arb's max/min)."""
+    method = "max" if isinstance(node, sp.Max) else "min"
+
+    def fold(*args):
+        return functools.reduce(lambda a, b: getattr(a, method)(b), args)
+
+    return _Op(fold, tuple(visit(a) for a in node.args))
+
+
+def _truth(surely: bool, surely_not: bool):
+    """A condition as a ball: 1 true, 0 false, NaN undecided at this precision."""
+    return flint.arb(1) if surely else flint.arb(0) if surely_not else flint.arb.nan()
+
+
+_RELATIONS = {
+    sp.StrictLessThan: lambda a, b: _truth(a < b, a >= b),
+    sp.LessThan: lambda a, b: _truth(a <= b, a > b),
+    sp.StrictGreaterThan: lambda a, b: _truth(a > b, a <= b),
+    sp.GreaterThan: lambda a, b: _truth(a >= b, a < b),
+    sp.Eq: lambda a, b: _truth(a == b, a != b),
+    sp.Ne: lambda a, b: _truth(a != b, a == b),
+}
+
+
+def _pick(*values):
+    """Piecewise: (cond, value) pairs in order; the first surely true condition picks."""
+    for cond, value in zip(values[::2], values[1::2]):
+        if not cond.is_finite():
+            return flint.arb.nan()
+        if cond == 1:
+            return value
+    return flint.arb.nan()
+
+
+def _logic_op(node: sp.Basic, visit) -> _Op | None:
+    """Ops for Piecewise and its conditions (where, min, max, clamp), or None."""
+    if isinstance(node, sp.Piecewise):
+        return _Op(_pick, tuple(visit(part) for pair in node.args for part in pair.args[::-1]))
+    if node == sp.true:
+        return _Op(lambda: flint.arb(1), ())
+    if type(node) in _RELATIONS:
+        return _Op(_RELATIONS[type(node)], (visit(node.lhs), visit(node.rhs)))
+    if isinstance(node, (sp.And, sp.Or)):
+        fold = min if isinstance(node, sp.And) else max
+        return _Op(
+            lambda *v: flint.arb.nan() if not all(u.is_finite() for u in v) else fold(v),
+            tuple(visit(a) for a in node.args),
+        )
+    if isinstance(node, sp.Not):
+        return _Op(lambda u: 1 - u, (visit(node.args[0]),))
+    return None
+
+
+def _op_for(node: sp.Expr, visit) -> _Op:
+    logic = _logic_op(node, visit)
+    if logic is not None:
+        return logic
+    if isinstance(node, (sp.Add, sp.Mul)):
+        fold = sum if isinstance(node, sp.Add) else math.prod
+        return _Op(lambda *a: fold(a), tuple(visit(a) for a in node.args))
+    if isinstance(node, sp.Pow):
+        return _pow_op(visit(node.args[0]), node.args[1], visit)
+    if isinstance(node, sp.UnevaluatedExpr):
+        return _Op(lambda u: u, (visit(node.args[0]),))
+    if isinstance(node, (sp.Max, sp.Min)):
+        return _extremum_op(node, visit)
+    is_lae = logaddexp is not None and isinstance(node, logaddexp)
+    name = "logaddexp" if is_lae else getattr(by_class(node.func), "name", None)
+    if name not in _ARB_FUNCS:
+        raise TypeError(f"reference cannot evaluate {type(node).__name__}: {node}")
+    return _Op(
+        _ARB_FUNCS[name], tuple(visit(a) for a in node.args), name in _OVERFLOWS, _OUTSIDE.get(name)
+    )
+
+
+def compile_balls(expr: sp.Expr, symbols: tuple[sp.Symbol, ...]) -> _Program:
+    """Compile once, run per point: one op per distinct subexpression, operands first."""
+    leaves = tuple(sorted(expr.atoms(sp.Number, sp.NumberSymbol), key=sp.default_sort_key))
+    slots = {s: i for i, s in enumerate((*symbols, *leaves))}
+    ops: list[_Op] = []
+
+    def visit(node: sp.Expr) -> int:
+        if node not in slots:
+            ops.append(_op_for(node, visit))
+            slots[node] = len(slots)
+        return slots[node]
+
+    root = visit(expr if isinstance(expr, sp.Basic) else sp.Float(expr))  # never parses text
+    return _Program(len(symbols), leaves, tuple(ops), root)
+
+
+def leaf(c: sp.Expr):
+    """A constant as an arb ball at the current precision."""
+    if c.is_Rational or c.is_Float:
+        r = sp.Rational(c)
+        return flint.arb(flint.fmpq(int(r.p), int(r.q)))
+    if c in (sp.pi, sp.E):
+        return flint.arb.pi() if c == sp.pi else flint.arb(1).exp()
+    raise TypeError(f"reference cannot evaluate the constant {c}")
+
+
+def _run(prog: _Program, inputs: list, leaves: list) -> list:
+    vals = [*inputs, *leaves]
+    for op in prog.ops:
+        vals.append(op.arb(*[vals[i] for i in op.args]))
+    return vals
+
+
+def _diagnose(prog: _Program, vals: list) -> str:
+    """Why an arb result is not finite: "overflow", "zero", "domain" or "undefined"."""
+    first = prog.n_inputs + len(prog.leaves)
+    for op, val in zip(prog.ops, vals[first:], strict=True):
+        if val.is_finite():
+            continue
+        ins = [vals[i] for i in op.args]
+        if op.overflows:
+            return "overflow"
+        if op.outside is not None and op.outside(*ins):
+            return "domain"
+        if all(v.is_exact() for v in ins):  # more precision cannot change exact operands
+            return "zero" if any(v.is_zero() for v in ins) else "domain"
+        return "undefined"
+    return "domain"
+
+
+def point(prog: _Program, row: tuple, leaves: list, dtype: str) -> tuple[str, float]:
+    """(status, value) of one evaluation at the current precision; status "done" or why not."""
+    vals = _run(prog, [flint.arb(v) for v in row], leaves)
+    out = vals[prog.root]
+    if not out.is_finite():
+        return _diagnose(prog, vals), math.nan
+    ends = [tuple(int(z) for z in e.man_exp()) for e in (out.lower(), out.upper())]
+    value = _round_ends(*ends, dtype)
+    return ("again", math.nan) if value is None else ("done", value)
+
+
+@contextlib.contextmanager
+def precision(prec: int):
+    saved, flint.ctx.prec = flint.ctx.prec, prec
+    try:
+        yield
+    finally:
+        flint.ctx.prec = saved
