@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 
-import mpmath
+from codegen.front.gamma import polygamma_series_coefficients
 
 
 def lower_hypot(b, a, c) -> str:
@@ -54,20 +54,6 @@ def lower_erfcx(b, u) -> str:
         fraction = b.emit("add", high, b.emit("div", k / 2, fraction))
     large = b.emit("div", 1 / math.sqrt(math.pi), fraction)
     return b.emit("where_greater_equal", u, ERFCX_SPLIT, large, small)
-
-
-POLYGAMMA_TERMS = 12  # Bernoulli terms of the series; with T = 12 + n, under 2**-54 relative
-
-
-def polygamma_series_coefficients(n: int) -> tuple[tuple[int, float], ...]:
-    """(p, c) with psi_n(x) ~ sum c x**-p: (n-1)!/x**n + n!/(2 x**(n+1)) + the Bernoulli
-    terms B_2k (2k+n-1)!/((2k)! x**(2k+n)), all times (-1)**(n+1)."""
-    sign = (-1) ** (n + 1)
-    terms = [(n, math.factorial(n - 1)), (n + 1, math.factorial(n) / 2)]
-    for k in range(1, POLYGAMMA_TERMS + 1):
-        ratio = math.factorial(2 * k + n - 1) / math.factorial(2 * k)
-        terms.append((2 * k + n, float(mpmath.bernoulli(2 * k)) * ratio))
-    return tuple((p, sign * float(c)) for p, c in terms)
 
 
 def _polygamma_series(b, n: int, x) -> str:

@@ -20,23 +20,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import mpmath
+from codegen.front.gamma import polygamma_series_coefficients, tail_coefficients
 
-from codegen.composites import polygamma_series_coefficients
-
-SHIFT, TERMS = 12, 10  # recurrence steps; Bernoulli terms of Stirling's tail
+SHIFT = 12  # recurrence steps
 PER_D_BELOW = 2.0**40  # polygamma differences over d only below: 1/(x y) stays normal
-
-
-def tail_coefficients(n: int) -> tuple[tuple[int, float], ...]:
-    """(p, c) of Stirling's tail of F_n beyond its leading terms: sum c z**-p."""
-    if n >= 1:
-        return polygamma_series_coefficients(n)[2 : 2 + TERMS]
-    bernoulli = [float(mpmath.bernoulli(2 * k)) for k in range(1, TERMS + 1)]
-    if n == 0:  # digamma(z) ~ log z - 1/(2z) - sum B_2k / (2k z**2k)
-        return tuple((2 * k, -bk / (2 * k)) for k, bk in enumerate(bernoulli, 1))
-    # lgamma(z) ~ (z - 1/2) log z - z + log(2 pi)/2 + sum B_2k / (2k (2k - 1) z**(2k - 1))
-    return tuple((2 * k - 1, bk / (2 * k * (2 * k - 1))) for k, bk in enumerate(bernoulli, 1))
 
 
 @dataclass(frozen=True)

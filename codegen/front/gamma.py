@@ -58,20 +58,40 @@ class gamma_difference(sp.Function):  # noqa: N801 - SymPy function classes are 
 
 
 _EULER = 0.5772156649015329
-_TERMS = 12
+POLYGAMMA_TERMS = 12  # Bernoulli terms of the series; with T = 12 + n, under 2**-54 relative
+
+
+def polygamma_series_coefficients(n: int) -> tuple[tuple[int, float], ...]:
+    """(p, c) with psi_n(x) ~ sum c x**-p: (n-1)!/x**n + n!/(2 x**(n+1)) + the Bernoulli
+    terms B_2k (2k+n-1)!/((2k)! x**(2k+n)), all times (-1)**(n+1)."""
+    sign = (-1) ** (n + 1)
+    terms = [(n, math.factorial(n - 1)), (n + 1, math.factorial(n) / 2)]
+    for k in range(1, POLYGAMMA_TERMS + 1):
+        ratio = math.factorial(2 * k + n - 1) / math.factorial(2 * k)
+        terms.append((2 * k + n, float(mpmath.bernoulli(2 * k)) * ratio))
+    return tuple((p, sign * float(c)) for p, c in terms)
+
+
+TAIL_TERMS = 10  # Bernoulli terms of the tail beyond the leading terms (gamma_lowering)
+
+
+def tail_coefficients(n: int, terms: int = TAIL_TERMS) -> tuple[tuple[int, float], ...]:
+    """(p, c) of Stirling's tail of F_n beyond its leading terms: sum c z**-p."""
+    if n >= 1:
+        return polygamma_series_coefficients(n)[2 : 2 + terms]
+    bernoulli = [float(mpmath.bernoulli(2 * k)) for k in range(1, terms + 1)]
+    if n == 0:  # digamma(z) ~ log z - 1/(2z) - sum B_2k / (2k z**2k)
+        return tuple((2 * k, -bk / (2 * k)) for k, bk in enumerate(bernoulli, 1))
+    # lgamma(z) ~ (z - 1/2) log z - z + log(2 pi)/2 + sum B_2k / (2k (2k - 1) z**(2k - 1))
+    return tuple((2 * k - 1, bk / (2 * k * (2 * k - 1))) for k, bk in enumerate(bernoulli, 1))
 
 
 def _series(n: int, z: np.ndarray) -> np.ndarray:
     """The asymptotic series of polygamma(n, z) (n >= 0), z >= 10, in float64."""
-    bernoulli = [float(mpmath.bernoulli(2 * k)) for k in range(1, _TERMS + 1)]
     if n == 0:
-        tail = sum(bk / (2 * k) * z ** (-2.0 * k) for k, bk in enumerate(bernoulli, 1))
-        return np.log(z) - 0.5 / z - tail
-    sign, fn = (-1) ** (n + 1), math.factorial
-    out = fn(n - 1) / z**n + fn(n) / (2 * z ** (n + 1))
-    for k, bk in enumerate(bernoulli, 1):
-        out = out + bk * fn(2 * k + n - 1) / fn(2 * k) * z ** -(2.0 * k + n)
-    return sign * out
+        tail = sum(c * z ** (-float(p)) for p, c in tail_coefficients(0, POLYGAMMA_TERMS))
+        return np.log(z) - 0.5 / z + tail
+    return sum(c * z ** (-float(p)) for p, c in polygamma_series_coefficients(n))
 
 
 def fast_polygamma(n: int, u: np.ndarray) -> np.ndarray:
