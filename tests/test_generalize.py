@@ -28,6 +28,7 @@ from codegen.judge import accuracy
 from codegen.judge.numeric import run
 from codegen.lower import Regimes, lower
 from codegen.pipeline import build
+from codegen.stabilize.candidates import MAX_VARIANT_GROWTH, _algebraic_variants, _exp_degree
 from codegen.stabilize.rules import apply_rules
 from codegen.timebound import SymPyTimeout, bounded, time_limit
 
@@ -75,6 +76,20 @@ def test_rules_on_tanh_of_exp_end():
     f_xx = sp.diff(x * sp.tanh(sp.exp(x)), x, 2)
     out, _ = apply_rules(f_xx)  # used to raise RecursionError
     assert isinstance(out, sp.Expr)
+
+
+def test_exps_of_high_degree_are_not_expanded_into_polynomials():
+    """swish with beta = 1.702: factor wrote 1 + exp(-851*x/500) as a polynomial of degree 851
+    in exp(x/500) (1378 operations), and the build ran past 300 s on what followed."""
+    x = sp.Symbol("x", real=True)
+    f = x / (1 + sp.exp(-sp.Rational(851, 500) * x))
+    for order in range(3):
+        derivative = sp.diff(f, x, order)
+        variants = _algebraic_variants(derivative)
+        assert {label for label, _ in variants} >= {"sympy", "cancel"}
+        largest = max(sp.count_ops(form) for _, form in variants)
+        assert largest <= MAX_VARIANT_GROWTH * (sp.count_ops(derivative) + 1)
+    assert _exp_degree(f) == 851 and _exp_degree(sp.exp(-(x**2) / 2) + sp.exp(2 * x)) == 2
 
 
 def test_time_limit_stops_a_long_call():

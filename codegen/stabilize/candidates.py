@@ -25,6 +25,12 @@ SERIES_TERMS = (3, 6, 10, 16)
 # a second.
 SERIES_SECONDS = 3.0
 VARIANT_SECONDS = 3.0  # each of cancel, factor, simplify, collect of one derivative
+# A rewrite more than this many times the size of the derivative is dropped: factor writes
+# 1 + exp(-851*x/500) as a polynomial of degree 851 in exp(x/500), cyclotomic factors and all
+# (1378 operations), and every later candidate of it costs minutes.
+MAX_VARIANT_GROWTH = 4
+# exp(a) as exp(u)**k for |k| up to this: sigmoid forms of higher powers are long, and rare.
+MAX_EXP_POWER = 6
 
 
 def _collect_exp(expr: sp.Expr) -> sp.Expr | None:
@@ -45,16 +51,38 @@ def _as_exp(expr: sp.Expr) -> sp.Expr:
     return with_sigmoid.rewrite([sp.sinh, sp.cosh], sp.exp)
 
 
+def _exp_degree(expr: sp.Expr) -> int:
+    """The largest degree of expr's exps as powers of a common generator, as SymPy's
+    polynomial routines see them: exp(-851*x/500) is degree 851 in exp(x/500)."""
+    by_term: dict[sp.Expr, list[sp.Rational]] = {}
+    for e in expr.atoms(sp.exp):
+        coefficient, term = e.args[0].as_coeff_Mul()
+        if coefficient.is_Rational:
+            by_term.setdefault(term, []).append(coefficient)
+    degree = 1
+    for coefficients in by_term.values():
+        denominator = sp.ilcm(*(c.q for c in coefficients), 1)
+        degree = max(degree, *(int(abs(c) * denominator) for c in coefficients))
+    return degree
+
+
 def _algebraic_variants(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
-    """expr, and SymPy's rewrites of it, each given `VARIANT_SECONDS` (skipped past them)."""
-    steps = [("cancel", sp.cancel), ("factor", sp.factor)]
+    """expr, and SymPy's rewrites of it, each given `VARIANT_SECONDS` (skipped past them).
+    factor and collect are skipped where they would expand exps into polynomials of a
+    degree past `MAX_EXP_POWER`."""
+    polynomial_steps = _exp_degree(expr) <= MAX_EXP_POWER
+    steps = [("cancel", sp.cancel)]
+    if polynomial_steps:
+        steps.append(("factor", sp.factor))
     if sp.count_ops(expr) <= SIMPLIFY_MAX_OPS:
         steps.append(("simplify", sp.simplify))
-    steps.append(("collect exp", _collect_exp))
+    if polynomial_steps:
+        steps.append(("collect exp", _collect_exp))
     variants = [("sympy", expr)]
+    most_ops = MAX_VARIANT_GROWTH * (sp.count_ops(expr) + 1)
     for label, step in steps:
         form = bounded(VARIANT_SECONDS, None, step, expr)
-        if form is not None:
+        if form is not None and sp.count_ops(form) <= most_ops:
             variants.append((label, form))
     if expr.has(*HYPERBOLIC):  # written in exp and sigmoid, hyperbolics get sigmoid forms
         variants += [(f"{label}+as exp", _as_exp(form)) for label, form in variants]
@@ -66,7 +94,7 @@ def _common_exponent(expr: sp.Expr) -> tuple[sp.Expr, dict] | None:
     exponents = sorted({e.args[0] for e in expr.atoms(sp.exp)}, key=sp.default_sort_key)
     for u in exponents:
         ratios = {a: sp.cancel(a / u) for a in exponents}
-        if all(r.is_Integer and r != 0 for r in ratios.values()):
+        if all(r.is_Integer and 0 < abs(r) <= MAX_EXP_POWER for r in ratios.values()):
             return u, {a: int(r) for a, r in ratios.items()}
     return None
 
