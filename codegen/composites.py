@@ -12,6 +12,7 @@ and the NumPy mirror measures exactly what they run.
   0.6), which breaks a mean of 1.5 bits on its own. hogen sums the recurrence
   psi_n(u) = psi_n(u + T) + (-1)**(n + 1) n! sum_{j < T} (u + j)**-(n + 1), smallest terms
   first, and the asymptotic (Bernoulli) series at u + T, or at u itself from T on.
+- `compensation(slope, a, b)`: slope times the rounding error of a + b, by TwoSum.
 """
 
 from __future__ import annotations
@@ -97,3 +98,24 @@ def lower_lgamma(b, u) -> str:
     constant = 0.5 * math.log(2 * math.pi) - 0.5
     stirling = b.emit("add", head, b.emit("add", b.emit("div", 1 / 12, big), constant))
     return b.emit("where_greater_equal", u, LGAMMA_STIRLING_FROM, stirling, b.emit("lgamma", u))
+
+
+def lower_compensation(b, slope, p, r, subtract: bool = False) -> str:
+    """slope * ((p + q) - fl(p + q)), q = -r if `subtract` else r. The error is exact, by
+    Knuth's TwoSum (no branch, no FMA, any magnitudes): s = p + q, q' = s - p,
+    e = (p - (s - q')) + (q - q'). With `subtract`, s is p - r, the step the corrected form
+    computes too. 0 where the product is inf or NaN (s overflowed, or the slope did where
+    the corrected form underflowed): the form alone is what counts there."""
+    if isinstance(p, float):
+        p = b.emit("fill_like", r, p)
+    if isinstance(r, float):
+        r = b.emit("fill_like", p, r)
+    s = b.emit("sub" if subtract else "add", p, r)
+    q_part = b.emit("sub", s, p)
+    head = b.emit("sub", p, b.emit("sub", s, q_part))
+    if subtract:  # q - q' = -(r + q')
+        error = b.emit("sub", head, b.emit("add", r, q_part))
+    else:
+        error = b.emit("add", head, b.emit("sub", r, q_part))
+    product = b.emit("mul", slope, error)
+    return b.emit("where_less", b.emit("abs", product), math.inf, product, 0.0)

@@ -78,7 +78,7 @@ def _parent(index: tuple[int, ...]) -> tuple[tuple[int, ...], int]:
     return tuple(parent), last
 
 
-def _in_grammar(expr: sp.Expr) -> sp.Expr:
+def in_grammar(expr: sp.Expr) -> sp.Expr:
     """`expr` without DiracDelta, Heaviside, re, im and cot (see the module docstring)."""
     if not expr.has(sp.DiracDelta, sp.Heaviside, sp.re, sp.im, sp.cot):
         return expr
@@ -100,7 +100,7 @@ def derive(spec: Spec, max_ops: int = DEFAULT_MAX_OPS) -> Derivatives:
     for order in range(1, spec.order + 1):
         for index in multi_indices(n_args, order):
             parent, arg = _parent(index)
-            expr = _in_grammar(sp.diff(table[parent], symbols[arg]))
+            expr = in_grammar(sp.diff(table[parent], symbols[arg]))
             size = sp.count_ops(expr)
             if size > max_ops:
                 raise DeriveError(

@@ -19,7 +19,13 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from codegen.composites import lower_erfcx, lower_hypot, lower_lgamma, lower_polygamma
+from codegen.composites import (
+    lower_compensation,
+    lower_erfcx,
+    lower_hypot,
+    lower_lgamma,
+    lower_polygamma,
+)
 from codegen.front.functions import by_class, hypot
 from codegen.gamma_lowering import lower_gamma_difference
 from codegen.pieces import Pieces, free_symbols_of, lower_pieces
@@ -147,7 +153,11 @@ def _lower_mul(b: _Builder, expr: sp.Mul, env) -> str | float:
 
 
 def _lower_add(b: _Builder, expr: sp.Add, env) -> str | float:
-    terms = sorted(expr.args, key=lambda t: (t.could_extract_minus_sign(), sp.default_sort_key(t)))
+    numbers = [t for t in expr.args if t.is_number]
+    terms = [t for t in expr.args if not t.is_number]
+    if numbers:  # log(2) + log(pi)/2: one constant, not an op on two constants
+        terms.append(sp.Add(*numbers) if len(numbers) > 1 else numbers[0])
+    terms = sorted(terms, key=lambda t: (t.could_extract_minus_sign(), sp.default_sort_key(t)))
     out = _lower(b, terms[0], env)
     for term in terms[1:]:
         if term.could_extract_minus_sign():
@@ -255,6 +265,12 @@ def _lower(b: _Builder, expr, env) -> str | float:
         return b.emit("digamma", _lower(b, expr.args[1], env))
     if info.name == "polygamma":
         return lower_polygamma(b, int(expr.args[0]), _lower(b, expr.args[1], env))
+    if info.name == "compensation":  # a - b as the form computes it: sub(a, b), not add(a, -b)
+        slope = _lower(b, expr.args[0], env)
+        p, q = sorted(expr.args[1:], key=lambda t: t.could_extract_minus_sign())
+        subtract = bool(q.could_extract_minus_sign())
+        r = _lower(b, -q if subtract else q, env)
+        return lower_compensation(b, slope, _lower(b, p, env), r, subtract)
     if info.name == "gamma_difference":
         n, u, d = expr.args
         return lower_gamma_difference(b, int(n), _lower(b, u, env), _lower(b, d, env))

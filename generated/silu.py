@@ -118,47 +118,24 @@ def _silu_d_x(x):
     """f' of silu.
 
     f' = x*exp(-x)/(1 + exp(-x))**2 + 1/(1 + exp(-x))
-    form (regimes(sympy+rules(exp_sigmoid,sigmoid) | sympy+sigmoid+log-sigmoid+absorb exp |
-        sympy+rules(exp_sigmoid,sigmoid) | sympy+sigmoid+log-sigmoid+absorb exp |
-        sympy+sigmoid+rules(sigmoid_complement))+limits at inf): at -inf: 0; (-inf, -3.4e+38):
-        x*sigmoid(-x)*sigmoid(x) + sigmoid(x); [-3.4e+38, -700.0): sign(sign(x)*exp(log(Abs(x))
-        - softplus(x)) + 1)*exp(log(Abs(sign(x)*exp(log(Abs(x)) - softplus(x)) + 1)) -
-        softplus(-x)); [-700.0, -92.05040741): x*sigmoid(-x)*sigmoid(x) + sigmoid(x);
-        [-92.05040741, -85.0): sign(sign(x)*exp(log(Abs(x)) - softplus(x)) +
-        1)*exp(log(Abs(sign(x)*exp(log(Abs(x)) - softplus(x)) + 1)) - softplus(-x)); [-85.0,
-        inf): (x*sigmoid(-x) + 1)*sigmoid(x); at inf: 1
-    measured float32 mean 0.24 / p99 1.6 bits, float64 mean 0.21 / p99 1.6 bits
+    form (sympy+absorb exp+rules(log1p,sigmoid,softplus)+limits at inf): at -inf: 0; (-inf,
+        inf): sigmoid(x) + sign(x)*exp(-x + log(Abs(x)) - 2*softplus(-x)); at inf: 1
+    measured float32 mean 0.33 / p99 3.8 bits, float64 mean 0.40 / p99 6.0 bits
     """
-    v0 = tf.math.sigmoid(x)
-    v1 = tf.math.multiply(x, v0)
-    v2 = tf.math.negative(x)
-    v3 = tf.math.sigmoid(v2)
-    v4 = tf.math.multiply(v1, v3)
-    v5 = tf.math.add(v4, v0)
-    v6 = tf.math.sign(x)
-    v7 = tf.math.abs(x)
-    v8 = tf.math.log(v7)
-    v9 = tf.math.softplus(x)
-    v10 = tf.math.subtract(v8, v9)
-    v11 = tf.math.exp(v10)
-    v12 = tf.math.multiply(v6, v11)
-    v13 = tf.math.add(v12, 1.0)
-    v14 = tf.math.sign(v13)
-    v15 = tf.math.abs(v13)
-    v16 = tf.math.log(v15)
-    v17 = tf.math.softplus(v2)
-    v18 = tf.math.subtract(v16, v17)
-    v19 = tf.math.exp(v18)
-    v20 = tf.math.multiply(v14, v19)
-    v21 = tf.math.multiply(x, v3)
-    v22 = tf.math.add(v21, 1.0)
-    v23 = tf.math.multiply(v22, v0)
-    v24 = tf.where(tf.math.greater_equal(x, float("inf")), tf.constant(1.0, x.dtype), v23)
-    v25 = tf.where(tf.math.less(x, -85.0), v20, v24)
-    v26 = tf.where(tf.math.less(x, -92.05040741), v5, v25)
-    v27 = tf.where(tf.math.less(x, -700.0), v20, v26)
-    v28 = tf.where(tf.math.less(x, -3.4e+38), v5, v27)
-    d_x = tf.where(tf.math.less_equal(x, float("-inf")), tf.constant(0.0, x.dtype), v28)
+    v0 = tf.math.sign(x)
+    v1 = tf.math.abs(x)
+    v2 = tf.math.log(v1)
+    v3 = tf.math.subtract(v2, x)
+    v4 = tf.math.negative(x)
+    v5 = tf.math.softplus(v4)
+    v6 = tf.math.multiply(v5, 2.0)
+    v7 = tf.math.subtract(v3, v6)
+    v8 = tf.math.exp(v7)
+    v9 = tf.math.multiply(v0, v8)
+    v10 = tf.math.sigmoid(x)
+    v11 = tf.math.add(v9, v10)
+    v12 = tf.where(tf.math.greater_equal(x, float("inf")), tf.constant(1.0, x.dtype), v11)
+    d_x = tf.where(tf.math.less_equal(x, float("-inf")), tf.constant(0.0, x.dtype), v12)
     return d_x
 
 
@@ -169,23 +146,24 @@ def _silu_d_xx(x):
         exp(-x))**2
     float64 form (regimes(series zero | sympy+sigmoid+log-sigmoid+absorb exp | cancel+sigmoid |
         sympy+sigmoid | series zero)): (-inf, -1.7014118346046923e+38): 0;
-        [-1.7014118346046923e+38, -700.0): sign(-x + sign(x)*exp(log(2*Abs(x)) - softplus(x)) +
-        2)*exp(log(Abs(-x + sign(x)*exp(log(2*Abs(x)) - softplus(x)) + 2)) - softplus(-x) -
-        softplus(x)); [-700.0, -1.9445): (sigmoid(x) - 1)*(2*x*sigmoid(x) - x - 2)*sigmoid(x);
-        [-1.9445, 720.0): -(sigmoid(-x) - 1)*(2*x*sigmoid(-x) - x + 2)*sigmoid(-x); [720.0,
-        inf): 0
+        [-1.7014118346046923e+38, -700.0): sign(-x + sign(x)*exp(log(Abs(x)) - softplus(x) +
+        log(2)) + 2)*exp(log(Abs(-x + sign(x)*exp(log(Abs(x)) - softplus(x) + log(2)) + 2)) -
+        softplus(-x) - softplus(x)); [-700.0, -1.9445): (sigmoid(x) - 1)*(2*x*sigmoid(x) - x -
+        2)*sigmoid(x); [-1.9445, 720.0): -(sigmoid(-x) - 1)*(2*x*sigmoid(-x) - x +
+        2)*sigmoid(-x); [720.0, inf): 0
     float32 form (sympy+sigmoid+log-sigmoid+absorb exp+limits at inf): at -inf: 0; (-inf, inf):
-        sign(-x + sign(x)*exp(log(2*Abs(x)) - softplus(x)) + 2)*exp(log(Abs(-x +
-        sign(x)*exp(log(2*Abs(x)) - softplus(x)) + 2)) - softplus(-x) - softplus(x)); at inf: 0
-    measured float32 mean 0.52 / p99 4.5 bits, float64 mean 0.30 / p99 2.0 bits
+        sign(-x + sign(x)*exp(log(Abs(x)) - softplus(x) + log(2)) + 2)*exp(log(Abs(-x +
+        sign(x)*exp(log(Abs(x)) - softplus(x) + log(2)) + 2)) - softplus(-x) - softplus(x)); at
+        inf: 0
+    measured float32 mean 0.48 / p99 4.3 bits, float64 mean 0.30 / p99 2.0 bits
     """
     if x.dtype == tf.float32:
         v0 = tf.math.maximum(x, x.dtype.min)
         v1 = tf.math.minimum(v0, v0.dtype.max)
         v2 = tf.math.sign(v1)
         v3 = tf.math.abs(v1)
-        v4 = tf.math.multiply(v3, 2.0)
-        v5 = tf.math.log(v4)
+        v4 = tf.math.log(v3)
+        v5 = tf.math.add(v4, 0.6931471805599453)
         v6 = tf.math.softplus(v1)
         v7 = tf.math.subtract(v5, v6)
         v8 = tf.math.exp(v7)
@@ -207,8 +185,8 @@ def _silu_d_xx(x):
     v0 = tf.clip_by_value(x, -1.7014118346046923e+38, -700.0)
     v1 = tf.math.sign(v0)
     v2 = tf.math.abs(v0)
-    v3 = tf.math.multiply(v2, 2.0)
-    v4 = tf.math.log(v3)
+    v3 = tf.math.log(v2)
+    v4 = tf.math.add(v3, 0.6931471805599453)
     v5 = tf.math.softplus(v0)
     v6 = tf.math.subtract(v4, v5)
     v7 = tf.math.exp(v6)

@@ -78,47 +78,24 @@ def _silu_d_x(x):
     """f' of silu.
 
     f' = x*exp(-x)/(1 + exp(-x))**2 + 1/(1 + exp(-x))
-    form (regimes(sympy+rules(exp_sigmoid,sigmoid) | sympy+sigmoid+log-sigmoid+absorb exp |
-        sympy+rules(exp_sigmoid,sigmoid) | sympy+sigmoid+log-sigmoid+absorb exp |
-        sympy+sigmoid+rules(sigmoid_complement))+limits at inf): at -inf: 0; (-inf, -3.4e+38):
-        x*sigmoid(-x)*sigmoid(x) + sigmoid(x); [-3.4e+38, -700.0): sign(sign(x)*exp(log(Abs(x))
-        - softplus(x)) + 1)*exp(log(Abs(sign(x)*exp(log(Abs(x)) - softplus(x)) + 1)) -
-        softplus(-x)); [-700.0, -92.05040741): x*sigmoid(-x)*sigmoid(x) + sigmoid(x);
-        [-92.05040741, -85.0): sign(sign(x)*exp(log(Abs(x)) - softplus(x)) +
-        1)*exp(log(Abs(sign(x)*exp(log(Abs(x)) - softplus(x)) + 1)) - softplus(-x)); [-85.0,
-        inf): (x*sigmoid(-x) + 1)*sigmoid(x); at inf: 1
-    measured float32 mean 0.24 / p99 1.6 bits, float64 mean 0.21 / p99 1.6 bits
+    form (sympy+absorb exp+rules(log1p,sigmoid,softplus)+limits at inf): at -inf: 0; (-inf,
+        inf): sigmoid(x) + sign(x)*exp(-x + log(Abs(x)) - 2*softplus(-x)); at inf: 1
+    measured float32 mean 0.33 / p99 3.8 bits, float64 mean 0.40 / p99 6.0 bits
     """
-    v0 = jax.nn.sigmoid(x)
-    v1 = jnp.multiply(x, v0)
-    v2 = jnp.negative(x)
-    v3 = jax.nn.sigmoid(v2)
-    v4 = jnp.multiply(v1, v3)
-    v5 = jnp.add(v4, v0)
-    v6 = jnp.sign(x)
-    v7 = jnp.abs(x)
-    v8 = jnp.log(v7)
-    v9 = jax.nn.softplus(x)
-    v10 = jnp.subtract(v8, v9)
-    v11 = jnp.exp(v10)
-    v12 = jnp.multiply(v6, v11)
-    v13 = jnp.add(v12, 1.0)
-    v14 = jnp.sign(v13)
-    v15 = jnp.abs(v13)
-    v16 = jnp.log(v15)
-    v17 = jax.nn.softplus(v2)
-    v18 = jnp.subtract(v16, v17)
-    v19 = jnp.exp(v18)
-    v20 = jnp.multiply(v14, v19)
-    v21 = jnp.multiply(x, v3)
-    v22 = jnp.add(v21, 1.0)
-    v23 = jnp.multiply(v22, v0)
-    v24 = jnp.where(x >= float("inf"), 1.0, v23)
-    v25 = jnp.where(x < -85.0, v20, v24)
-    v26 = jnp.where(x < -92.05040741, v5, v25)
-    v27 = jnp.where(x < -700.0, v20, v26)
-    v28 = jnp.where(x < -3.4e+38, v5, v27)
-    d_x = jnp.where(x <= float("-inf"), 0.0, v28)
+    v0 = jnp.sign(x)
+    v1 = jnp.abs(x)
+    v2 = jnp.log(v1)
+    v3 = jnp.subtract(v2, x)
+    v4 = jnp.negative(x)
+    v5 = jax.nn.softplus(v4)
+    v6 = jnp.multiply(v5, 2.0)
+    v7 = jnp.subtract(v3, v6)
+    v8 = jnp.exp(v7)
+    v9 = jnp.multiply(v0, v8)
+    v10 = jax.nn.sigmoid(x)
+    v11 = jnp.add(v9, v10)
+    v12 = jnp.where(x >= float("inf"), 1.0, v11)
+    d_x = jnp.where(x <= float("-inf"), 0.0, v12)
     return d_x
 
 
@@ -129,23 +106,24 @@ def _silu_d_xx(x):
         exp(-x))**2
     float64 form (regimes(series zero | sympy+sigmoid+log-sigmoid+absorb exp | cancel+sigmoid |
         sympy+sigmoid | series zero)): (-inf, -1.7014118346046923e+38): 0;
-        [-1.7014118346046923e+38, -700.0): sign(-x + sign(x)*exp(log(2*Abs(x)) - softplus(x)) +
-        2)*exp(log(Abs(-x + sign(x)*exp(log(2*Abs(x)) - softplus(x)) + 2)) - softplus(-x) -
-        softplus(x)); [-700.0, -1.9445): (sigmoid(x) - 1)*(2*x*sigmoid(x) - x - 2)*sigmoid(x);
-        [-1.9445, 720.0): -(sigmoid(-x) - 1)*(2*x*sigmoid(-x) - x + 2)*sigmoid(-x); [720.0,
-        inf): 0
+        [-1.7014118346046923e+38, -700.0): sign(-x + sign(x)*exp(log(Abs(x)) - softplus(x) +
+        log(2)) + 2)*exp(log(Abs(-x + sign(x)*exp(log(Abs(x)) - softplus(x) + log(2)) + 2)) -
+        softplus(-x) - softplus(x)); [-700.0, -1.9445): (sigmoid(x) - 1)*(2*x*sigmoid(x) - x -
+        2)*sigmoid(x); [-1.9445, 720.0): -(sigmoid(-x) - 1)*(2*x*sigmoid(-x) - x +
+        2)*sigmoid(-x); [720.0, inf): 0
     float32 form (sympy+sigmoid+log-sigmoid+absorb exp+limits at inf): at -inf: 0; (-inf, inf):
-        sign(-x + sign(x)*exp(log(2*Abs(x)) - softplus(x)) + 2)*exp(log(Abs(-x +
-        sign(x)*exp(log(2*Abs(x)) - softplus(x)) + 2)) - softplus(-x) - softplus(x)); at inf: 0
-    measured float32 mean 0.52 / p99 4.5 bits, float64 mean 0.30 / p99 2.0 bits
+        sign(-x + sign(x)*exp(log(Abs(x)) - softplus(x) + log(2)) + 2)*exp(log(Abs(-x +
+        sign(x)*exp(log(Abs(x)) - softplus(x) + log(2)) + 2)) - softplus(-x) - softplus(x)); at
+        inf: 0
+    measured float32 mean 0.48 / p99 4.3 bits, float64 mean 0.30 / p99 2.0 bits
     """
     if x.dtype == jnp.float32:
         v0 = jnp.maximum(x, jnp.finfo(x.dtype).min)
         v1 = jnp.minimum(v0, jnp.finfo(v0.dtype).max)
         v2 = jnp.sign(v1)
         v3 = jnp.abs(v1)
-        v4 = jnp.multiply(v3, 2.0)
-        v5 = jnp.log(v4)
+        v4 = jnp.log(v3)
+        v5 = jnp.add(v4, 0.6931471805599453)
         v6 = jax.nn.softplus(v1)
         v7 = jnp.subtract(v5, v6)
         v8 = jnp.exp(v7)
@@ -167,8 +145,8 @@ def _silu_d_xx(x):
     v0 = jnp.clip(x, -1.7014118346046923e+38, -700.0)
     v1 = jnp.sign(v0)
     v2 = jnp.abs(v0)
-    v3 = jnp.multiply(v2, 2.0)
-    v4 = jnp.log(v3)
+    v3 = jnp.log(v2)
+    v4 = jnp.add(v3, 0.6931471805599453)
     v5 = jax.nn.softplus(v0)
     v6 = jnp.subtract(v4, v5)
     v7 = jnp.exp(v6)

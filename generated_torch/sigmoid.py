@@ -104,20 +104,19 @@ def _sigmoid_d_xxx(x):
 
     f''' = exp(-x)/(1 + exp(-x))**2 - 6*exp(-2*x)/(1 + exp(-x))**3 + 6*exp(-3*x)/(1 +
         exp(-x))**4
-    form (cancel+sigmoid+rules(sigmoid_complement)): (6*sigmoid(x)**2 - 6*sigmoid(x) +
-        1)*sigmoid(-x)*sigmoid(x)
-    measured float32 mean 0.59 / p99 3.6 bits, float64 mean 0.80 / p99 3.6 bits
+    form (cancel+sigmoid+rules+spread powers): sigmoid(-x)*sigmoid(x)*(-6*sigmoid(x) +
+        sigmoid(x)*(6*sigmoid(x)) + 1)
+    measured float32 mean 0.56 / p99 3.3 bits, float64 mean 0.74 / p99 3.3 bits
     """
     v0 = torch.sigmoid(x)
-    v1 = torch.square(v0)
-    v2 = torch.mul(v1, 6.0)
-    v3 = torch.add(v2, 1.0)
+    v1 = torch.neg(x)
+    v2 = torch.sigmoid(v1)
+    v3 = torch.mul(v0, v2)
     v4 = torch.mul(v0, 6.0)
-    v5 = torch.sub(v3, v4)
-    v6 = torch.mul(v5, v0)
-    v7 = torch.neg(x)
-    v8 = torch.sigmoid(v7)
-    d_xxx = torch.mul(v6, v8)
+    v5 = torch.mul(v0, v4)
+    v6 = torch.add(v5, 1.0)
+    v7 = torch.sub(v6, v4)
+    d_xxx = torch.mul(v3, v7)
     return d_xxx
 
 

@@ -13,6 +13,7 @@ from codegen.derive import derive
 from codegen.front.spec import Spec
 from codegen.judge import accuracy
 from codegen.stabilize import Candidate, stabilize
+from codegen.stabilize.cost import cost
 
 
 def _figures(candidate: Candidate) -> str:
@@ -48,4 +49,24 @@ def explain(spec: Spec) -> str:
                 f"mean {f.mean_bits:.2f} p99 {f.p99_bits:.1f} fail {f.failures}"
             )
         lines.append("")
-    return "\n".join(lines)
+    return "\n".join([*lines, *_cost_lines(forms)])
+
+
+def _cost_lines(forms) -> list[str]:
+    """Transcendentals per element of the value and every order, shared steps once, per
+    dtype's forms (issue 16: what costs under XLA)."""
+    out = ["cost per element, value and derivatives up to each order, shared steps once:"]
+    for dtype in accuracy.DTYPES:
+        own = [
+            (c.float32_form or c.chosen) if dtype == "float32" else c.chosen for c in forms.choices
+        ]
+        promoted = dtype == "float32" and forms.promote_float32
+        for order in range(forms.spec.order + 1):
+            chosen = [c.form for c, choice in zip(own, forms.choices) if sum(choice.index) <= order]
+            total = cost(chosen)
+            where = " (computed in float64)" if promoted else ""
+            out.append(
+                f"  {dtype} order {order}: {total.transcendentals} transcendentals, "
+                f"{total.steps} steps{where}"
+            )
+    return out

@@ -22,6 +22,7 @@ import sympy as sp
 from sympy.codegen.cfunctions import expm1, hypot, log1p
 
 from codegen.front.gamma import fast_polygamma, gamma_difference
+from codegen.front.rounding import compensation, two_sum_compensation
 
 __all__ = [
     "FUNCTIONS",
@@ -318,6 +319,8 @@ INTERNAL_FUNCTIONS: dict[str, FunctionInfo] = {
     "gamma_difference": FunctionInfo(
         "gamma_difference", gamma_difference, "", np.vectorize(_gamma_difference)
     ),
+    # lowered as a composite (TwoSum); 0 in exact arithmetic
+    "compensation": FunctionInfo("compensation", compensation, "", two_sum_compensation),
 }
 ALL_FUNCTIONS: dict[str, FunctionInfo] = {**FUNCTIONS, **INTERNAL_FUNCTIONS}
 

@@ -12,9 +12,17 @@ from __future__ import annotations
 
 import sympy as sp
 
-from codegen.front.functions import hypot, sigmoid, softplus
+from codegen.front.functions import sigmoid, softplus
 from codegen.stabilize.conjugates import conjugate_forms
 from codegen.stabilize.gamma import gamma_difference_forms
+from codegen.stabilize.powers import power_difference_forms
+from codegen.stabilize.products import (
+    absorbed_forms,
+    hypot_forms,
+    ratio_forms,
+    reciprocal_forms,
+    spread_forms,
+)
 from codegen.stabilize.rules import apply_rules
 from codegen.timebound import SymPyTimeout, bounded, time_limit  # noqa: F401 - re-exported
 
@@ -66,12 +74,52 @@ def _exp_degree(expr: sp.Expr) -> int:
     return degree
 
 
+def _merged_opposites(node: sp.Expr) -> sp.Expr:
+    """u*(-u)*F as -u**2*F (SymPy keeps (-x + y)*(x - y) apart)."""
+    sums = [f for f in node.args if f.is_Add]
+    for f in sums:
+        if -f in sums:
+            rest = list(node.args)
+            rest.remove(f)
+            rest.remove(-f)
+            return sp.Mul(-(f**2), *rest)
+    return node
+
+
+def _distribute_term(term: sp.Expr) -> sp.Expr:
+    """c*(k + v)*F as c*k*F + c*v*F for each sum with a constant term k; other sums (x - y)
+    stay whole, multiplied out they would cancel."""
+    if not term.is_Mul:
+        return term
+    sums = [f for f in term.args if f.is_Add and _split_constant_term(f) != 0]
+    if not sums:
+        return term
+    rest = sp.Mul(*(f for f in term.args if f not in sums))
+    out = [rest]
+    for s in sums:
+        out = [partial * piece for partial in out for piece in s.args]
+    return sp.Add(*out)
+
+
+def _split_constant_term(expr: sp.Add) -> sp.Expr:
+    return expr.as_independent(*expr.free_symbols, as_Add=True)[0]
+
+
+def _distributed(expr: sp.Expr) -> sp.Expr:
+    """Each product over a sum with a constant term multiplied out, one level deep, u*(-u)
+    merged first: (1 - u**2)*exp(-u**2/2) as exp(-u**2/2) - u**2*exp(-u**2/2), whose terms
+    `spread_forms` writes u*(u*exp(..)): 0 where u**2 overflows, where the product form is
+    inf * 0."""
+    merged = expr.replace(lambda n: n.is_Mul, _merged_opposites)
+    return sp.Add(*(_distribute_term(t) for t in sp.Add.make_args(merged)))
+
+
 def _algebraic_variants(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
     """expr, and SymPy's rewrites of it, each given `VARIANT_SECONDS` (skipped past them).
     factor and collect are skipped where they would expand exps into polynomials of a
     degree past `MAX_EXP_POWER`."""
     polynomial_steps = _exp_degree(expr) <= MAX_EXP_POWER
-    steps = [("cancel", sp.cancel)]
+    steps = [("cancel", sp.cancel), ("distribute", _distributed)]
     if polynomial_steps:
         steps.append(("factor", sp.factor))
     if sp.count_ops(expr) <= SIMPLIFY_MAX_OPS:
@@ -115,27 +163,6 @@ def difference_forms(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[s
     return [(f"difference {label}", form.subs(d, x - y)) for label, form in sigmoid_forms(reduced)]
 
 
-def _absorbed(node: sp.Expr) -> sp.Expr:
-    """c*F*exp(u) -> sign(c*F)*exp(u + log|c*F|): no underflow of exp(u) before the product."""
-    exps = [f for f in node.args if f.func is sp.exp]
-    rest = sp.Mul(*[f for f in node.args if f.func is not sp.exp])
-    if len(exps) != 1 or rest.is_number or isinstance(exps[0].args[0], sp.UnevaluatedExpr):
-        return node
-    exponent = sp.UnevaluatedExpr(exps[0].args[0] + sp.log(sp.Abs(rest)))  # SymPy would undo it
-    return sp.sign(rest) * sp.exp(exponent)
-
-
-def absorbed_forms(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
-    """Products with an exp written as one exp, for tails where exp(u) alone underflows."""
-    if not expr.has(sp.exp):
-        return []
-    try:
-        form = expr.replace(lambda n: n.is_Mul and any(f.func is sp.exp for f in n.args), _absorbed)
-    except RecursionError:
-        return []
-    return [] if form == expr else [("absorb exp", form)]
-
-
 def log_sigmoid_forms(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
     """sigmoid(u) as exp(-softplus(-u)), then products absorbed into one exp: where sigmoid(u)
     alone is subnormal (flushed to 0) but times a large factor is a normal number (silu's f'
@@ -154,113 +181,6 @@ def _one_exp(node: sp.Mul) -> sp.Expr:
     exps = [f.args[0] for f in node.args if f.func is sp.exp]
     rest = [f for f in node.args if f.func is not sp.exp]
     return sp.Mul(sp.exp(sp.Add(*exps)), *rest)
-
-
-def _scaled_by_hypot(node: sp.Expr, balanced: bool) -> sp.Expr:
-    """a**e * hypot**-k -> (a/hypot)**e * hypot**(e-k): bounded ratios, no overflow.
-
-    `balanced` also spreads a remaining negative power of hypot over the ratios,
-    (a/hypot * hypot**((e-k)/e))**e, so no ratio is squared into underflow first.
-    """
-    hyps = [f for f in node.args if f.as_base_exp()[0].func is hypot]
-    if len(hyps) != 1:
-        return node
-    h, power = hyps[0].as_base_exp()
-    ratios, rest = [], []
-    for factor in node.args:
-        base, e = factor.as_base_exp()
-        if base.is_Symbol and e.is_Integer and e > 0:
-            ratios.append((base / h, e))
-            power += e
-        elif factor is not hyps[0]:
-            rest.append(factor)
-    if not ratios:
-        return node
-    total = sum(e for _, e in ratios)
-    if balanced and power < 0:
-        share = h ** (power / total)
-        ratio = [sp.UnevaluatedExpr(sp.UnevaluatedExpr(r) * share) ** e for r, e in ratios]
-        return sp.Mul(*rest, *ratio)
-    return sp.Mul(*rest, *(sp.UnevaluatedExpr(r) ** e for r, e in ratios), h**power)
-
-
-def hypot_forms(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
-    """Products with a power of hypot(a, b) written with the bounded ratios a/hypot, b/hypot."""
-    if not expr.has(hypot):
-        return []
-    out = []
-    for label, balanced in (("hypot ratios", False), ("hypot ratios balanced", True)):
-        form = expr.replace(
-            lambda n: n.is_Mul and n.has(hypot), lambda n, b=balanced: _scaled_by_hypot(n, b)
-        )
-        if form != expr:
-            out.append((label, form))
-    return out
-
-
-def reciprocal_forms(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
-    """b**-k as (1/b)**k: near underflow, 1/b**2 overflows to inf where (1/b)**2 is finite."""
-
-    def is_target(n):
-        return n.is_Pow and n.exp.is_Integer and n.exp < -1 and not n.base.is_number
-
-    form = expr.replace(is_target, lambda n: sp.UnevaluatedExpr(1 / n.base) ** (-n.exp))
-    return [] if form == expr else [("reciprocal powers", form)]
-
-
-MAX_SPREAD_POWER = 8
-
-
-def _spread(node: sp.Expr) -> sp.Expr:
-    """c*b**k (integer |k| >= 2) as ((c*b)*b)... or ((c/b)/b)...: one factor at a time."""
-    powers = [
-        f
-        for f in node.args
-        if f.is_Pow
-        and f.exp.is_Integer
-        and 2 <= abs(f.exp) <= MAX_SPREAD_POWER
-        and not f.base.is_number
-    ]
-    rest = [f for f in node.args if f not in powers]
-    if not powers or not rest:
-        return node
-    product = sp.Mul(*rest)
-    for power in powers:
-        unit = power.base if power.exp > 0 else sp.UnevaluatedExpr(1 / power.base)
-        for _ in range(abs(int(power.exp))):
-            product = (product if product.is_number else sp.UnevaluatedExpr(product)) * unit
-    return product
-
-
-def _paired(node: sp.Expr) -> sp.Expr:
-    """a**k * b**-k -> (a/b)**k: a**k and b**k overflow where their ratio does not."""
-    ups = {f.exp: f.base for f in node.args if f.is_Pow and f.exp.is_Integer and f.exp > 1}
-    for f in node.args:
-        if f.is_Pow and f.exp.is_Integer and -f.exp in ups and not f.base.is_number:
-            top = ups[-f.exp]
-            rest = [g for g in node.args if g is not f and g != top**-f.exp]
-            return sp.Mul(*rest, sp.UnevaluatedExpr(top / f.base) ** (-f.exp))
-    return node
-
-
-def ratio_forms(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
-    """Products a**k/b**k written (a/b)**k: x**2/(1 + e*x)**2 stays finite for huge x."""
-    try:
-        form = expr.replace(lambda n: n.is_Mul, _paired)
-    except RecursionError:
-        return []
-    return [] if form == expr else [("paired powers", form)]
-
-
-def spread_forms(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
-    """Products with a power, c*x**-2, multiplied out one factor at a time, (c/x)/x: near the
-    ends of the float range x**-2 overflows or underflows (and flushes to 0) where the
-    product is a normal number."""
-    try:
-        form = expr.replace(lambda n: n.is_Mul, _spread)
-    except RecursionError:
-        return []
-    return [] if form == expr else [("spread powers", form)]
 
 
 def sigmoid_forms(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
@@ -323,6 +243,8 @@ def candidates(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[str, sp
         for name, form in sigmoid_forms(variant):
             raw.append((f"{label}+{name}", form))
             raw += [(f"{label}+{name}+{more}", f) for more, f in log_sigmoid_forms(form)]
+            ruled = apply_rules(form)[0]  # x**2*sigmoid(u)*sigmoid(-u): x*(x*sigmoid(u))...
+            raw += [(f"{label}+{name}+rules+{more}", f) for more, f in spread_forms(ruled)]
         raw += [(f"{label}+{name}", form) for name, form in difference_forms(variant, args)]
         raw += [(f"{label}+{name}", form) for name, form in absorbed_forms(variant)]
         raw += [(f"{label}+{name}", form) for name, form in reciprocal_forms(variant)]
@@ -330,6 +252,10 @@ def candidates(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[str, sp
         raw += [(f"{label}+{name}", form) for name, form in spread_forms(variant)]
         raw += [(f"{label}+{name}", form) for name, form in ratio_forms(variant)]
         raw += [(f"{label}+{name}", form) for name, form in gamma_difference_forms(variant)]
+        for name, form in power_difference_forms(variant):
+            raw.append((f"{label}+{name}", form))
+            raw += [(f"{label}+{name}+{more}", f) for more, f in spread_forms(form, True)]
+            raw += [(f"{label}+{name}+{more}", f) for more, f in reciprocal_forms(form)]
     seen: set[str] = set()
     out: list[tuple[str, sp.Expr]] = []
     for label, form in raw:

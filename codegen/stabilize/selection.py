@@ -26,6 +26,7 @@ from codegen.judge import accuracy
 from codegen.lower import op_count
 from codegen.stabilize.asymptotic import asymptotic_forms
 from codegen.stabilize.candidates import candidates, series_candidates
+from codegen.stabilize.compensated import compensated
 from codegen.stabilize.limits import with_limits
 from codegen.stabilize.measuring import (
     Candidate,
@@ -164,6 +165,11 @@ def _best(spec: Spec, partial: Partial, samples: Samples, forms, promoted: bool)
         candidate, bits[label] = measured(label, form, spec, samples, promoted)
         tried.append(candidate)
     best = min(tried, key=Candidate.rank)
+    if needs_regimes(best, MARGIN_BITS):
+        for label, form in _compensated_forms(tried, spec.arg_symbols):
+            candidate, bits[label] = measured(label, form, spec, samples, promoted)
+            tried.append(candidate)
+        best = min(tried, key=Candidate.rank)
     columns = regime_columns(spec, partial)
     if len(columns) > 1 and partial.order == spec.order:
         # the last order's form is differentiated beyond it, and a branch not taken is clipped
@@ -174,6 +180,23 @@ def _best(spec: Spec, partial: Partial, samples: Samples, forms, promoted: bool)
             split_on = Split(column, len(columns) == 1)
             best = _with_regimes(spec, partial, samples, (tried, bits), best, split_on, promoted)
     return best, tuple(tried)
+
+
+COMPENSATED_TRIES = 4  # the best forms measured that get a compensated version
+
+
+def _compensated_forms(tried, args) -> list[tuple[str, sp.Expr]]:
+    """The best measured closed forms with a rounded sum of two args, each with that sum's
+    rounding error added back to first order (`compensated`)."""
+    out = []
+    for candidate in sorted(tried, key=Candidate.rank):
+        form = candidate.form if isinstance(candidate.form, sp.Expr) else None
+        version = None if form is None else compensated(form, args)
+        if version is not None:
+            out.append((f"{candidate.label}+compensated", version))
+        if len(out) == COMPENSATED_TRIES:
+            break
+    return out
 
 
 @dataclass(frozen=True)

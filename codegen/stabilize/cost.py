@@ -1,0 +1,60 @@
+"""What a set of chosen forms costs per element, counted on their shared lowering.
+
+In: forms (SymPy expressions, `Regimes`, `Pieces`) that one gradient evaluates together, the
+value and each order's partials. Out: `Cost`: transcendental steps (exp, log, log1p, expm1,
+sigmoid, softplus, erf, tanh, sin, pow, lgamma, ...) and all steps, each common
+subexpression counted once (`lower.lower`'s sharing), as the generated function computes
+them. Under XLA the elementwise steps fuse, and the transcendentals are what costs
+(issue 16). `hogen explain` prints it; the stabilizer does not minimize it yet.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from codegen.lower import free_symbols, lower
+
+TRANSCENDENTAL_OPS = frozenset(
+    {
+        "exp",
+        "log",
+        "log1p",
+        "expm1",
+        "sigmoid",
+        "softplus",
+        "tanh",
+        "sinh",
+        "cosh",
+        "sin",
+        "cos",
+        "tan",
+        "asin",
+        "acos",
+        "atan",
+        "asinh",
+        "acosh",
+        "atanh",
+        "atan2",
+        "erf",
+        "erfc",
+        "erfinv",
+        "lgamma",
+        "digamma",
+        "polygamma",
+        "pow",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Cost:
+    transcendentals: int
+    steps: int
+
+
+def cost(forms) -> Cost:
+    """The steps of `forms` lowered together, shared steps once."""
+    symbols = sorted(set().union(*(free_symbols(f) for f in forms)), key=str)
+    program = lower(list(forms), {s: s.name for s in symbols})
+    heavy = sum(1 for step in program.steps if step.op in TRANSCENDENTAL_OPS)
+    return Cost(heavy, len(program.steps))

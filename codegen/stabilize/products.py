@@ -1,0 +1,188 @@
+"""Candidate rewrites of products: no factor overflows or underflows before the product.
+
+In: a SymPy form. Out: `(label, form)` candidates (none where a rewrite leaves the form as it
+was), each the same function with its products grouped so that near the ends of the float
+range no partial product leaves the range where the whole does not:
+
+- `absorbed_forms`: c*F*exp(u) as sign(c*F)*exp(u + log|c*F|);
+- `hypot_forms`: powers of hypot(a, b) with the bounded ratios a/hypot, b/hypot;
+- `reciprocal_forms`: b**-k as (1/b)**k;
+- `spread_forms`: c*b**k multiplied out one factor at a time;
+- `ratio_forms`: a**k/b**k as (a/b)**k.
+
+Exact identities: `stabilize` checks each against the derivative and measures it.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from codegen.front.functions import hypot
+
+
+def _sign_and_log(rest: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
+    """(sign(rest), log|rest|) factor by factor: x**2 as (sign(x)**2, 2*log|x|), so neither
+    overflows nor underflows where x**2 does."""
+    number, rest = rest.as_coeff_Mul()
+    constant = [f for f in sp.Mul.make_args(rest) if f.is_number]
+    number = number * sp.Mul(*constant)  # one constant: its log is one number
+    sign, log = sp.sign(number), sp.log(sp.Abs(number))
+    for factor in sp.Mul.make_args(rest):
+        base, exp = factor.as_base_exp()
+        if factor.is_number:
+            continue
+        if not exp.is_number:
+            sign, log = sign * sp.sign(factor), log + sp.log(sp.Abs(factor))
+        elif exp.is_Integer:
+            sign, log = sign * sp.sign(base) ** exp, log + exp * sp.log(sp.Abs(base))
+        else:  # a real fractional power of a base that must be >= 0
+            log = log + exp * sp.log(base)
+    return sign, log
+
+
+def _absorbed(node: sp.Expr) -> sp.Expr:
+    """c*F*exp(u) -> sign(c*F)*exp(u + log|c*F|): no underflow of exp(u) before the product;
+    log|c*F| as a sum over F's factors (log(x**2) overflows where 2*log|x| does not)."""
+    exps = [f for f in node.args if f.func is sp.exp]
+    rest = sp.Mul(*[f for f in node.args if f.func is not sp.exp])
+    if len(exps) != 1 or rest.is_number or isinstance(exps[0].args[0], sp.UnevaluatedExpr):
+        return node
+    sign, log = _sign_and_log(rest)
+    exponent = sp.UnevaluatedExpr(exps[0].args[0] + log)  # SymPy would undo it
+    return sign * sp.exp(exponent)
+
+
+def absorbed_forms(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
+    """Products with an exp written as one exp, for tails where exp(u) alone underflows."""
+    if not expr.has(sp.exp):
+        return []
+    try:
+        form = expr.replace(lambda n: n.is_Mul and any(f.func is sp.exp for f in n.args), _absorbed)
+    except RecursionError:
+        return []
+    return [] if form == expr else [("absorb exp", form)]
+
+
+def _scaled_by_hypot(node: sp.Expr, balanced: bool) -> sp.Expr:
+    """a**e * hypot**-k -> (a/hypot)**e * hypot**(e-k): bounded ratios, no overflow.
+
+    `balanced` also spreads a remaining negative power of hypot over the ratios,
+    (a/hypot * hypot**((e-k)/e))**e, so no ratio is squared into underflow first.
+    """
+    hyps = [f for f in node.args if f.as_base_exp()[0].func is hypot]
+    if len(hyps) != 1:
+        return node
+    h, power = hyps[0].as_base_exp()
+    ratios, rest = [], []
+    for factor in node.args:
+        base, e = factor.as_base_exp()
+        if base.is_Symbol and e.is_Integer and e > 0:
+            ratios.append((base / h, e))
+            power += e
+        elif factor is not hyps[0]:
+            rest.append(factor)
+    if not ratios:
+        return node
+    total = sum(e for _, e in ratios)
+    if balanced and power < 0:
+        share = h ** (power / total)
+        ratio = [sp.UnevaluatedExpr(sp.UnevaluatedExpr(r) * share) ** e for r, e in ratios]
+        return sp.Mul(*rest, *ratio)
+    return sp.Mul(*rest, *(sp.UnevaluatedExpr(r) ** e for r, e in ratios), h**power)
+
+
+def hypot_forms(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
+    """Products with a power of hypot(a, b) written with the bounded ratios a/hypot, b/hypot."""
+    if not expr.has(hypot):
+        return []
+    out = []
+    for label, balanced in (("hypot ratios", False), ("hypot ratios balanced", True)):
+        form = expr.replace(
+            lambda n: n.is_Mul and n.has(hypot), lambda n, b=balanced: _scaled_by_hypot(n, b)
+        )
+        if form != expr:
+            out.append((label, form))
+    return out
+
+
+def reciprocal_forms(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
+    """b**-k as (1/b)**k (k > 1, also a fraction): near underflow, 1/b**2 overflows to inf
+    where (1/b)**2 is finite, and b**(3/2) is subnormal where b**(-3/2) is a normal number."""
+
+    def is_target(n):
+        return n.is_Pow and n.exp.is_Rational and n.exp < -1 and not n.base.is_number
+
+    form = expr.replace(is_target, lambda n: sp.UnevaluatedExpr(1 / n.base) ** (-n.exp))
+    return [] if form == expr else [("reciprocal powers", form)]
+
+
+MAX_SPREAD_POWER = 8
+
+
+def _spread_unit(power: sp.Pow) -> tuple[sp.Expr, int] | None:
+    """(unit, count) with power = unit**count, count in 2..MAX_SPREAD_POWER: b**3 is b three
+    times, b**-2 is (1/b) twice, b**(-3/2) is b**(-1/2) three times."""
+    exp = power.exp
+    if power.base.is_number or not exp.is_Rational or exp.q > 4:
+        return None
+    count = abs(int(exp.p))
+    if not 2 <= count <= MAX_SPREAD_POWER:
+        return None
+    if exp.is_Integer:
+        return (power.base if exp > 0 else sp.UnevaluatedExpr(1 / power.base)), count
+    return sp.UnevaluatedExpr(power.base ** sp.Rational(1 if exp > 0 else -1, exp.q)), count
+
+
+def _spread(node: sp.Expr, units_first: bool = False) -> sp.Expr:
+    """c*b**k (|k| >= 2, k = m/n a fraction too) multiplied out one factor at a time,
+    ((c*F)*u)*u, or with `units_first` c*(u*u) then F (a small c and u > 1: c alone may be
+    subnormal)."""
+    units = {f: _spread_unit(f) for f in node.args if f.is_Pow}
+    powers = [f for f, unit in units.items() if unit is not None]
+    rest = [f for f in node.args if f not in powers]
+    if not powers or not rest:
+        return node
+    coefficient, others = sp.Mul(*rest).as_coeff_Mul()
+    product = coefficient if units_first else coefficient * others
+    for power in powers:
+        unit, count = units[power]
+        for _ in range(count):
+            product = (product if product.is_number else sp.UnevaluatedExpr(product)) * unit
+    return sp.UnevaluatedExpr(product) * others if units_first else product
+
+
+def _paired(node: sp.Expr) -> sp.Expr:
+    """a**k * b**-k -> (a/b)**k: a**k and b**k overflow where their ratio does not."""
+    ups = {f.exp: f.base for f in node.args if f.is_Pow and f.exp.is_Integer and f.exp > 1}
+    for f in node.args:
+        if f.is_Pow and f.exp.is_Integer and -f.exp in ups and not f.base.is_number:
+            top = ups[-f.exp]
+            rest = [g for g in node.args if g is not f and g != top**-f.exp]
+            return sp.Mul(*rest, sp.UnevaluatedExpr(top / f.base) ** (-f.exp))
+    return node
+
+
+def ratio_forms(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
+    """Products a**k/b**k written (a/b)**k: x**2/(1 + e*x)**2 stays finite for huge x."""
+    try:
+        form = expr.replace(lambda n: n.is_Mul, _paired)
+    except RecursionError:
+        return []
+    return [] if form == expr else [("paired powers", form)]
+
+
+def spread_forms(expr: sp.Expr, both_orders: bool = False) -> list[tuple[str, sp.Expr]]:
+    """Products with a power, c*x**-2, multiplied out one factor at a time, (c/x)/x: near the
+    ends of the float range x**-2 overflows or underflows (and flushes to 0) where the
+    product is a normal number. `both_orders` adds the powers multiplied first."""
+    out = []
+    for label, first in (("spread powers", False), ("spread powers first", True)):
+        if first and not both_orders:
+            break
+        try:
+            form = expr.replace(lambda n: n.is_Mul, lambda n, f=first: _spread(n, f))
+        except RecursionError:
+            continue
+        if form != expr:
+            out.append((label, form))
+    return out

@@ -1,0 +1,46 @@
+"""The cost of chosen forms per element (stabilize/cost.py) and `hogen explain`'s cost lines."""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from codegen.front.functions import sigmoid
+from codegen.front.spec import parse_spec_text
+from codegen.stabilize.cost import cost
+
+x, y = sp.symbols("x y", real=True)
+
+
+def test_shared_transcendentals_count_once():
+    s = sigmoid(x)
+    # the value, f' and f'' of sigmoid written through sigmoid(x) and sigmoid(-x)
+    forms = [s, s * sigmoid(-x), s * sigmoid(-x) * (1 - 2 * s)]
+    assert cost(forms).transcendentals == 2
+    assert cost([sp.exp(x), 2 * sp.exp(x) + x]).transcendentals == 1
+    assert cost([sp.exp(x) * sp.exp(y)]).transcendentals == 2
+
+
+def test_arithmetic_is_not_transcendental():
+    total = cost([x * y + x / y - sp.sqrt(x)])
+    assert total.transcendentals == 0 and total.steps == 5  # /, *, +, sqrt, -
+
+
+def test_explain_states_transcendentals_per_element():
+    from codegen.cli.explain import explain
+
+    spec = parse_spec_text("name: f\nargs: [x]\nexpr: log(1 + exp(x))\norder: 1\n", "specs/f.yaml")
+    text = explain(spec)
+    lines = [line for line in text.splitlines() if "transcendentals" in line]
+    assert len(lines) == 4  # two dtypes, orders 0 and 1
+    assert all(line.split(": ")[1].split()[0].isdigit() for line in lines)
+
+
+def test_constant_terms_of_a_sum_are_one_constant():
+    """log(2) + log(pi)/2 + x: one add of x and one constant (an op on two Python floats
+    would make a float32 tensor in a float64 function)."""
+    from codegen.lower import lower
+
+    program = lower([x + sp.log(2) + sp.log(sp.pi) / 2], {x: "x"})
+    assert len(program.steps) == 1
+    (step,) = program.steps
+    assert step.op == "add" and sorted(map(type, step.operands), key=str) == [float, str]
