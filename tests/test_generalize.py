@@ -202,3 +202,27 @@ def test_regimes_split_one_arg_of_a_two_arg_partial():
         (c for c in chosen.tried if not c.label.startswith("regimes")), key=lambda c: c.rank()
     )
     assert chosen.chosen.rank() < single.rank()
+
+
+def test_a_mean_close_to_its_limit_asks_for_regimes():
+    """swish with beta = 2.5: one form measured mean 1.49 bits on the stabilizer's points
+    (the limit is 1.5) and 1.5 on verify's; a mean within half a bit of the limit now gets
+    regimes, as a p99 within 2 bits does."""
+    from codegen.judge.accuracy import Figures
+    from codegen.stabilize.measuring import Candidate
+    from codegen.stabilize.regimes import needs_regimes
+
+    def candidate(mean, p99):
+        figures = (Figures(0.2, 2.0, 0, 100), Figures(mean, p99, 0, 100))
+        return Candidate("form", sp.S.Zero, figures, 1)
+
+    assert needs_regimes(candidate(1.49, 5.6), 2.0)
+    assert needs_regimes(candidate(0.3, 6.5), 2.0)
+    assert not needs_regimes(candidate(0.9, 5.6), 2.0)
+
+    spec = _spec("x/(1 + exp(-2.5*x))")
+    from codegen.stabilize import choose
+
+    value = derive(spec).partials[0]
+    chosen = choose(spec, value)
+    assert all(f.mean_bits <= 1.0 for f in chosen.chosen.figures), chosen.chosen

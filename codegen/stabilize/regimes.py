@@ -155,10 +155,18 @@ def regime_columns(spec, partial) -> list[int]:
     return [i for i, a in enumerate(spec.arg_symbols) if partial.expr.has(a)]
 
 
+MEAN_MARGIN_BITS = 0.5  # a mean this close to its limit is worth regimes too
+
+
 def needs_regimes(best, margin_bits: float) -> bool:
     """A best form that breaks the promise, blows up, or keeps it within `margin_bits` of the
-    p99 limit (other processors round differently): regimes may do better."""
-    close = any(f.p99_bits > accuracy.P99_LIMIT - margin_bits for f in best.figures)
+    p99 limit or `MEAN_MARGIN_BITS` of the mean limit (other processors round differently,
+    and verify scores a subset of the stabilizer's points): regimes may do better."""
+    close = any(
+        f.p99_bits > accuracy.P99_LIMIT - margin_bits
+        or f.mean_bits > accuracy.MEAN_LIMIT - MEAN_MARGIN_BITS
+        for f in best.figures
+    )
     return not best.keeps_promise() or best.blowups > 0 or close
 
 
