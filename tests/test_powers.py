@@ -26,7 +26,7 @@ x, y = sp.symbols("x y", nonnegative=True)
     ],
 )
 def test_difference_of_powers_is_an_identity(p):
-    form = difference_of_powers(x + y, x, p, sp.S.One)
+    form = difference_of_powers(x + y, x, p, sp.S.One, y)
     opened = form.replace(lambda n: isinstance(n, sp.UnevaluatedExpr), lambda n: n.args[0])
     for a, b in [(0.3, 2.0), (7.0, 1e-3), (1e5, 3.0)]:
         want = (sp.Float(a, 50) + sp.Float(b, 50)) ** p - sp.Float(a, 50) ** p

@@ -23,7 +23,7 @@ from codegen.stabilize.products import (
     reciprocal_forms,
     spread_forms,
 )
-from codegen.stabilize.rules import apply_rules
+from codegen.stabilize.rules import apply_rules, split_constant
 from codegen.timebound import SymPyTimeout, bounded, time_limit  # noqa: F401 - re-exported
 
 SIMPLIFY_MAX_OPS = 150
@@ -91,7 +91,7 @@ def _distribute_term(term: sp.Expr) -> sp.Expr:
     stay whole, multiplied out they would cancel."""
     if not term.is_Mul:
         return term
-    sums = [f for f in term.args if f.is_Add and _split_constant_term(f) != 0]
+    sums = [f for f in term.args if f.is_Add and split_constant(f)[0] != 0]
     if not sums:
         return term
     rest = sp.Mul(*(f for f in term.args if f not in sums))
@@ -99,10 +99,6 @@ def _distribute_term(term: sp.Expr) -> sp.Expr:
     for s in sums:
         out = [partial * piece for partial in out for piece in s.args]
     return sp.Add(*out)
-
-
-def _split_constant_term(expr: sp.Add) -> sp.Expr:
-    return expr.as_independent(*expr.free_symbols, as_Add=True)[0]
 
 
 def _distributed(expr: sp.Expr) -> sp.Expr:

@@ -43,8 +43,11 @@ def _geometric(r: sp.Expr, k: int) -> sp.Expr:
     return sp.Add(*(r**i for i in range(k)))
 
 
-def difference_of_powers(big: sp.Expr, small: sp.Expr, p: sp.Rational, c: sp.Expr) -> sp.Expr:
-    """c*(big**p - small**p) with the cancellation confined to big - small (expanded).
+def difference_of_powers(
+    big: sp.Expr, small: sp.Expr, p: sp.Rational, c: sp.Expr, difference: sp.Expr
+) -> sp.Expr:
+    """c*(big**p - small**p), given `difference` = big - small expanded and cancelled, with
+    the cancellation confined to it.
 
     For p > 0, (A - B) * A**(p - 1) * (c*Q(r)); for p < 0, -((A - B)/A) * (c*Q(r)) * B**p.
     c*Q(r) is bounded by c, so applying it between the other factors keeps every partial
@@ -53,7 +56,6 @@ def difference_of_powers(big: sp.Expr, small: sp.Expr, p: sp.Rational, c: sp.Exp
     m, n = abs(p.p), p.q
     r = sp.UnevaluatedExpr(small / sp.UnevaluatedExpr(big)) ** sp.Rational(1, n)
     ratio = sp.UnevaluatedExpr(c * _geometric(r, m) / sp.UnevaluatedExpr(_geometric(r, n)))
-    difference = sp.cancel(sp.expand(big - small))
     if p > 0:  # A**(p - 1) = (A**(+-1/n))**|m - n|
         root = sp.UnevaluatedExpr(big ** sp.Rational(1 if m > n else -1, n))
         return sp.UnevaluatedExpr(difference * root ** abs(m - n)) * ratio
@@ -76,8 +78,8 @@ def _rewritten(node: sp.Expr) -> sp.Expr:
             continue  # nothing cancels in A - B: the rewrite only costs
         rest = node - first - second
         ordered = sp.Piecewise(
-            (difference_of_powers(big, small, p, c), sp.Ge(difference, 0)),
-            (difference_of_powers(small, big, p, -c), True),
+            (difference_of_powers(big, small, p, c, difference), sp.Ge(difference, 0)),
+            (difference_of_powers(small, big, p, -c, -difference), True),
         )
         return rest + ordered
     return node

@@ -26,7 +26,7 @@ class Rule:
     rewrite: Callable[[sp.Expr], sp.Expr | None]
 
 
-def _split_constant(expr: sp.Add) -> tuple[sp.Expr, sp.Expr]:
+def split_constant(expr: sp.Add) -> tuple[sp.Expr, sp.Expr]:
     constant, rest = expr.as_independent(*expr.free_symbols, as_Add=True)
     return constant, rest
 
@@ -35,7 +35,7 @@ def _constant_terms(node):
     """For a sum `k + c*F + others` with k != 0: yield (k, others, c, F) for each term c*F."""
     if not node.is_Add:
         return
-    constant, rest = _split_constant(node)
+    constant, rest = split_constant(node)
     if constant == 0:
         return
     for term in sp.Add.make_args(rest):
@@ -45,7 +45,7 @@ def _constant_terms(node):
 
 def _log1p(node):
     if node.func is sp.log and node.args[0].is_Add:
-        constant, rest = _split_constant(node.args[0])
+        constant, rest = split_constant(node.args[0])
         if constant == 1 and rest != 0:
             return log1p(rest)
     return None
@@ -55,7 +55,7 @@ def _pow_log1p(node):
     """(1 + u)**a -> exp(a*log1p(u)) for an exponent that is not a number: 1 + u rounds to 1
     for tiny u, and pow(1, a) is 1 whatever a is."""
     if node.is_Pow and node.base.is_Add and not node.exp.is_number:
-        constant, rest = _split_constant(node.base)
+        constant, rest = split_constant(node.base)
         if constant == 1 and rest != 0:
             return sp.exp(node.exp * log1p(rest))
     return None
@@ -77,7 +77,7 @@ def _softplus(node):
 def _sigmoid_of_reciprocal(node):
     """(1 + exp(v))**-n -> sigmoid(-v)**n."""
     if node.is_Pow and node.exp.is_Integer and node.exp < 0 and node.base.is_Add:
-        constant, rest = _split_constant(node.base)
+        constant, rest = split_constant(node.base)
         if constant == 1 and rest.func is sp.exp:
             return sigmoid(-rest.args[0]) ** (-node.exp)
     return None
