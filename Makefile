@@ -37,6 +37,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_ops.py
 	$(BIN)/python benchmarks/bench_build.py
 	$(BIN)/python benchmarks/bench_backends.py
+	$(BIN)/python benchmarks/keras_fit.py
 
 # The generalization corpus (issue 13); CORPUS_ARGS e.g. "--part dev --samples 400".
 corpus: $(STAMP)
