@@ -13,6 +13,7 @@ and the NumPy mirror measures exactly what they run.
   psi_n(u) = psi_n(u + T) + (-1)**(n + 1) n! sum_{j < T} (u + j)**-(n + 1), smallest terms
   first, and the asymptotic (Bernoulli) series at u + T, or at u itself from T on.
 - `compensation(slope, a, b)`: slope times the rounding error of a + b, by TwoSum.
+- `square_head(u)`: round(256 u)/256, a head of u whose square is exact.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import math
 
 from codegen.front.gamma import polygamma_series_coefficients
+from codegen.front.rounding import SQUARE_HEAD_SCALE
 
 
 def lower_hypot(b, a, c) -> str:
@@ -119,3 +121,11 @@ def lower_compensation(b, slope, p, r, subtract: bool = False) -> str:
         error = b.emit("add", head, b.emit("sub", r, q_part))
     product = b.emit("mul", slope, error)
     return b.emit("where_less", b.emit("abs", product), math.inf, product, 0.0)
+
+
+def lower_square_head(b, u, limit: float) -> str:
+    """round(256 u)/256 with u clipped to +-limit (front/rounding.square_head): a head whose
+    square is exact. Scaling by 256 and 1/256 is exact; round is half to even everywhere."""
+    clipped = b.emit("clip", u, -limit, limit)
+    scale = SQUARE_HEAD_SCALE
+    return b.emit("mul", b.emit("round", b.emit("mul", clipped, scale)), 1.0 / scale)

@@ -25,6 +25,7 @@ from codegen.composites import (
     lower_hypot,
     lower_lgamma,
     lower_polygamma,
+    lower_square_head,
 )
 from codegen.front.functions import by_class, hypot
 from codegen.gamma_lowering import lower_gamma_difference
@@ -271,6 +272,8 @@ def _lower(b: _Builder, expr, env) -> str | float:
         subtract = bool(q.could_extract_minus_sign())
         r = _lower(b, -q if subtract else q, env)
         return lower_compensation(b, slope, _lower(b, p, env), r, subtract)
+    if info.name == "square_head":
+        return lower_square_head(b, _lower(b, expr.args[0], env), float(expr.args[1]))
     if info.name == "gamma_difference":
         n, u, d = expr.args
         return lower_gamma_difference(b, int(n), _lower(b, u, env), _lower(b, d, env))

@@ -133,18 +133,39 @@ def _gelu_d_xx(x):
     """f'' of gelu (the last custom order: autodiff beyond it differentiates this form).
 
     f'' = -sqrt(2)*x**2*exp(-x**2/2)/(2*sqrt(pi)) + sqrt(2)*exp(-x**2/2)/sqrt(pi)
-    form (regimes(sympy+absorb exp | factor | sympy+absorb exp | factor | sympy+absorb
-        exp)+limits at inf): at -inf: 0; (-inf, -35.5): -sign(x)**2*exp(-x**2/2 + 2*log(Abs(x))
-        + log(sqrt(2)/(2*sqrt(pi)))) + sqrt(2)*exp(-x**2/2)/sqrt(pi); [-35.5, -19.8):
-        -sqrt(2)*(x**2 - 2)*exp(-x**2/2)/(2*sqrt(pi)); [-19.8, -12.14): -sign(x)**2*exp(-x**2/2
-        + 2*log(Abs(x)) + log(sqrt(2)/(2*sqrt(pi)))) + sqrt(2)*exp(-x**2/2)/sqrt(pi); [-12.14,
-        13.2873945): -sqrt(2)*(x**2 - 2)*exp(-x**2/2)/(2*sqrt(pi)); [13.2873945, inf):
+    float64 form (regimes float64(sympy+absorb exp | simplify+exact squares | series
+        zero)+limits at inf): at -inf: 0; (-inf, -37.434): -sign(x)**2*exp(-x**2/2 +
+        2*log(Abs(x)) + log(sqrt(2)/(2*sqrt(pi)))) + sqrt(2)*exp(-x**2/2)/sqrt(pi); [-37.434,
+        37.8): sqrt(2)*(2 - x**2)*exp(-square_head(x, 64)**2/2)*exp(-(x - square_head(x, 64))*(x
+        + square_head(x, 64))/2)/(2*sqrt(pi)); [37.8, inf): 0
+    float32 form (sympy+absorb exp+limits at inf): at -inf: 0; (-inf, inf):
         -sign(x)**2*exp(-x**2/2 + 2*log(Abs(x)) + log(sqrt(2)/(2*sqrt(pi)))) +
         sqrt(2)*exp(-x**2/2)/sqrt(pi); at inf: 0
-    measured float32 mean 0.26 / p99 3.3 bits, float64 mean 0.42 / p99 6.7 bits
+    measured float32 mean 0.31 / p99 4.1 bits, float64 mean 0.25 / p99 1.6 bits
     """
+    if x.dtype == tf.float32:
+        v0 = tf.math.maximum(x, x.dtype.min)
+        v1 = tf.math.minimum(v0, v0.dtype.max)
+        v2 = tf.math.square(v1)
+        v3 = tf.math.multiply(v2, 0.5)
+        v4 = tf.math.negative(v3)
+        v5 = tf.math.exp(v4)
+        v6 = tf.math.multiply(v5, 0.7978845608028654)
+        v7 = tf.math.sign(v1)
+        v8 = tf.math.square(v7)
+        v9 = tf.math.abs(v1)
+        v10 = tf.math.log(v9)
+        v11 = tf.math.multiply(v10, 2.0)
+        v12 = tf.math.add(v11, -0.9189385332046728)
+        v13 = tf.math.subtract(v12, v3)
+        v14 = tf.math.exp(v13)
+        v15 = tf.math.multiply(v8, v14)
+        v16 = tf.math.subtract(v6, v15)
+        v17 = tf.where(tf.math.greater_equal(x, float("inf")), tf.constant(0.0, x.dtype), v16)
+        d_xx = tf.where(tf.math.less_equal(x, float("-inf")), tf.constant(0.0, x.dtype), v17)
+        return d_xx
     v0 = tf.math.maximum(x, x.dtype.min)
-    v1 = tf.math.minimum(v0, -35.5)
+    v1 = tf.math.minimum(v0, -37.434)
     v2 = tf.math.square(v1)
     v3 = tf.math.multiply(v2, 0.5)
     v4 = tf.math.negative(v3)
@@ -160,63 +181,29 @@ def _gelu_d_xx(x):
     v14 = tf.math.exp(v13)
     v15 = tf.math.multiply(v8, v14)
     v16 = tf.math.subtract(v6, v15)
-    v17 = tf.clip_by_value(x, -35.5, -19.8)
+    v17 = tf.clip_by_value(x, -37.434, 37.8)
     v18 = tf.math.square(v17)
-    v19 = tf.math.subtract(v18, 2.0)
+    v19 = 2.0 - v18
     v20 = tf.math.multiply(v19, 0.3989422804014327)
-    v21 = tf.math.multiply(v18, 0.5)
-    v22 = tf.math.negative(v21)
-    v23 = tf.math.exp(v22)
-    v24 = tf.math.multiply(v20, v23)
-    v25 = tf.math.negative(v24)
-    v26 = tf.clip_by_value(x, -19.8, -12.14)
-    v27 = tf.math.square(v26)
-    v28 = tf.math.multiply(v27, 0.5)
-    v29 = tf.math.negative(v28)
-    v30 = tf.math.exp(v29)
-    v31 = tf.math.multiply(v30, 0.7978845608028654)
-    v32 = tf.math.sign(v26)
-    v33 = tf.math.square(v32)
-    v34 = tf.math.abs(v26)
-    v35 = tf.math.log(v34)
-    v36 = tf.math.multiply(v35, 2.0)
-    v37 = tf.math.add(v36, -0.9189385332046728)
-    v38 = tf.math.subtract(v37, v28)
-    v39 = tf.math.exp(v38)
-    v40 = tf.math.multiply(v33, v39)
-    v41 = tf.math.subtract(v31, v40)
-    v42 = tf.clip_by_value(x, -12.14, 13.2873945)
-    v43 = tf.math.square(v42)
-    v44 = tf.math.subtract(v43, 2.0)
-    v45 = tf.math.multiply(v44, 0.3989422804014327)
-    v46 = tf.math.multiply(v43, 0.5)
-    v47 = tf.math.negative(v46)
-    v48 = tf.math.exp(v47)
-    v49 = tf.math.multiply(v45, v48)
-    v50 = tf.math.negative(v49)
-    v51 = tf.math.minimum(x, x.dtype.max)
-    v52 = tf.math.maximum(v51, 13.2873945)
-    v53 = tf.math.square(v52)
-    v54 = tf.math.multiply(v53, 0.5)
-    v55 = tf.math.negative(v54)
-    v56 = tf.math.exp(v55)
-    v57 = tf.math.multiply(v56, 0.7978845608028654)
-    v58 = tf.math.sign(v52)
-    v59 = tf.math.square(v58)
-    v60 = tf.math.abs(v52)
-    v61 = tf.math.log(v60)
-    v62 = tf.math.multiply(v61, 2.0)
-    v63 = tf.math.add(v62, -0.9189385332046728)
-    v64 = tf.math.subtract(v63, v54)
-    v65 = tf.math.exp(v64)
-    v66 = tf.math.multiply(v59, v65)
-    v67 = tf.math.subtract(v57, v66)
-    v68 = tf.where(tf.math.greater_equal(x, float("inf")), tf.constant(0.0, x.dtype), v67)
-    v69 = tf.where(tf.math.less(x, 13.2873945), v50, v68)
-    v70 = tf.where(tf.math.less(x, -12.14), v41, v69)
-    v71 = tf.where(tf.math.less(x, -19.8), v25, v70)
-    v72 = tf.where(tf.math.less(x, -35.5), v16, v71)
-    d_xx = tf.where(tf.math.less_equal(x, float("-inf")), tf.constant(0.0, x.dtype), v72)
+    v21 = tf.clip_by_value(v17, -64.0, 64.0)
+    v22 = tf.math.multiply(v21, 256.0)
+    v23 = tf.math.round(v22)
+    v24 = tf.math.multiply(v23, 0.00390625)
+    v25 = tf.math.square(v24)
+    v26 = tf.math.multiply(v25, 0.5)
+    v27 = tf.math.negative(v26)
+    v28 = tf.math.exp(v27)
+    v29 = tf.math.multiply(v20, v28)
+    v30 = tf.math.subtract(v17, v24)
+    v31 = tf.math.multiply(v30, 0.5)
+    v32 = tf.math.add(v17, v24)
+    v33 = tf.math.multiply(v31, v32)
+    v34 = tf.math.negative(v33)
+    v35 = tf.math.exp(v34)
+    v36 = tf.math.multiply(v29, v35)
+    v37 = tf.where(tf.math.greater_equal(x, 37.8), tf.constant(0.0, x.dtype), v36)
+    v38 = tf.where(tf.math.less(x, -37.434), v16, v37)
+    d_xx = tf.where(tf.math.less_equal(x, float("-inf")), tf.constant(0.0, x.dtype), v38)
     return d_xx
 
 

@@ -93,18 +93,39 @@ def _gelu_d_xx(x):
     """f'' of gelu (the last custom order: autodiff beyond it differentiates this form).
 
     f'' = -sqrt(2)*x**2*exp(-x**2/2)/(2*sqrt(pi)) + sqrt(2)*exp(-x**2/2)/sqrt(pi)
-    form (regimes(sympy+absorb exp | factor | sympy+absorb exp | factor | sympy+absorb
-        exp)+limits at inf): at -inf: 0; (-inf, -35.5): -sign(x)**2*exp(-x**2/2 + 2*log(Abs(x))
-        + log(sqrt(2)/(2*sqrt(pi)))) + sqrt(2)*exp(-x**2/2)/sqrt(pi); [-35.5, -19.8):
-        -sqrt(2)*(x**2 - 2)*exp(-x**2/2)/(2*sqrt(pi)); [-19.8, -12.14): -sign(x)**2*exp(-x**2/2
-        + 2*log(Abs(x)) + log(sqrt(2)/(2*sqrt(pi)))) + sqrt(2)*exp(-x**2/2)/sqrt(pi); [-12.14,
-        13.2873945): -sqrt(2)*(x**2 - 2)*exp(-x**2/2)/(2*sqrt(pi)); [13.2873945, inf):
+    float64 form (regimes float64(sympy+absorb exp | simplify+exact squares | series
+        zero)+limits at inf): at -inf: 0; (-inf, -37.434): -sign(x)**2*exp(-x**2/2 +
+        2*log(Abs(x)) + log(sqrt(2)/(2*sqrt(pi)))) + sqrt(2)*exp(-x**2/2)/sqrt(pi); [-37.434,
+        37.8): sqrt(2)*(2 - x**2)*exp(-square_head(x, 64)**2/2)*exp(-(x - square_head(x, 64))*(x
+        + square_head(x, 64))/2)/(2*sqrt(pi)); [37.8, inf): 0
+    float32 form (sympy+absorb exp+limits at inf): at -inf: 0; (-inf, inf):
         -sign(x)**2*exp(-x**2/2 + 2*log(Abs(x)) + log(sqrt(2)/(2*sqrt(pi)))) +
         sqrt(2)*exp(-x**2/2)/sqrt(pi); at inf: 0
-    measured float32 mean 0.26 / p99 3.3 bits, float64 mean 0.42 / p99 6.7 bits
+    measured float32 mean 0.31 / p99 4.1 bits, float64 mean 0.25 / p99 1.6 bits
     """
+    if x.dtype == jnp.float32:
+        v0 = jnp.maximum(x, jnp.finfo(x.dtype).min)
+        v1 = jnp.minimum(v0, jnp.finfo(v0.dtype).max)
+        v2 = jnp.square(v1)
+        v3 = jnp.multiply(v2, 0.5)
+        v4 = jnp.negative(v3)
+        v5 = jnp.exp(v4)
+        v6 = jnp.multiply(v5, 0.7978845608028654)
+        v7 = jnp.sign(v1)
+        v8 = jnp.square(v7)
+        v9 = jnp.abs(v1)
+        v10 = jnp.log(v9)
+        v11 = jnp.multiply(v10, 2.0)
+        v12 = jnp.add(v11, -0.9189385332046728)
+        v13 = jnp.subtract(v12, v3)
+        v14 = jnp.exp(v13)
+        v15 = jnp.multiply(v8, v14)
+        v16 = jnp.subtract(v6, v15)
+        v17 = jnp.where(x >= float("inf"), 0.0, v16)
+        d_xx = jnp.where(x <= float("-inf"), 0.0, v17)
+        return d_xx
     v0 = jnp.maximum(x, jnp.finfo(x.dtype).min)
-    v1 = jnp.minimum(v0, -35.5)
+    v1 = jnp.minimum(v0, -37.434)
     v2 = jnp.square(v1)
     v3 = jnp.multiply(v2, 0.5)
     v4 = jnp.negative(v3)
@@ -120,63 +141,29 @@ def _gelu_d_xx(x):
     v14 = jnp.exp(v13)
     v15 = jnp.multiply(v8, v14)
     v16 = jnp.subtract(v6, v15)
-    v17 = jnp.clip(x, -35.5, -19.8)
+    v17 = jnp.clip(x, -37.434, 37.8)
     v18 = jnp.square(v17)
-    v19 = jnp.subtract(v18, 2.0)
+    v19 = 2.0 - v18
     v20 = jnp.multiply(v19, 0.3989422804014327)
-    v21 = jnp.multiply(v18, 0.5)
-    v22 = jnp.negative(v21)
-    v23 = jnp.exp(v22)
-    v24 = jnp.multiply(v20, v23)
-    v25 = jnp.negative(v24)
-    v26 = jnp.clip(x, -19.8, -12.14)
-    v27 = jnp.square(v26)
-    v28 = jnp.multiply(v27, 0.5)
-    v29 = jnp.negative(v28)
-    v30 = jnp.exp(v29)
-    v31 = jnp.multiply(v30, 0.7978845608028654)
-    v32 = jnp.sign(v26)
-    v33 = jnp.square(v32)
-    v34 = jnp.abs(v26)
-    v35 = jnp.log(v34)
-    v36 = jnp.multiply(v35, 2.0)
-    v37 = jnp.add(v36, -0.9189385332046728)
-    v38 = jnp.subtract(v37, v28)
-    v39 = jnp.exp(v38)
-    v40 = jnp.multiply(v33, v39)
-    v41 = jnp.subtract(v31, v40)
-    v42 = jnp.clip(x, -12.14, 13.2873945)
-    v43 = jnp.square(v42)
-    v44 = jnp.subtract(v43, 2.0)
-    v45 = jnp.multiply(v44, 0.3989422804014327)
-    v46 = jnp.multiply(v43, 0.5)
-    v47 = jnp.negative(v46)
-    v48 = jnp.exp(v47)
-    v49 = jnp.multiply(v45, v48)
-    v50 = jnp.negative(v49)
-    v51 = jnp.minimum(x, jnp.finfo(x.dtype).max)
-    v52 = jnp.maximum(v51, 13.2873945)
-    v53 = jnp.square(v52)
-    v54 = jnp.multiply(v53, 0.5)
-    v55 = jnp.negative(v54)
-    v56 = jnp.exp(v55)
-    v57 = jnp.multiply(v56, 0.7978845608028654)
-    v58 = jnp.sign(v52)
-    v59 = jnp.square(v58)
-    v60 = jnp.abs(v52)
-    v61 = jnp.log(v60)
-    v62 = jnp.multiply(v61, 2.0)
-    v63 = jnp.add(v62, -0.9189385332046728)
-    v64 = jnp.subtract(v63, v54)
-    v65 = jnp.exp(v64)
-    v66 = jnp.multiply(v59, v65)
-    v67 = jnp.subtract(v57, v66)
-    v68 = jnp.where(x >= float("inf"), 0.0, v67)
-    v69 = jnp.where(x < 13.2873945, v50, v68)
-    v70 = jnp.where(x < -12.14, v41, v69)
-    v71 = jnp.where(x < -19.8, v25, v70)
-    v72 = jnp.where(x < -35.5, v16, v71)
-    d_xx = jnp.where(x <= float("-inf"), 0.0, v72)
+    v21 = jnp.clip(v17, -64.0, 64.0)
+    v22 = jnp.multiply(v21, 256.0)
+    v23 = jnp.round(v22)
+    v24 = jnp.multiply(v23, 0.00390625)
+    v25 = jnp.square(v24)
+    v26 = jnp.multiply(v25, 0.5)
+    v27 = jnp.negative(v26)
+    v28 = jnp.exp(v27)
+    v29 = jnp.multiply(v20, v28)
+    v30 = jnp.subtract(v17, v24)
+    v31 = jnp.multiply(v30, 0.5)
+    v32 = jnp.add(v17, v24)
+    v33 = jnp.multiply(v31, v32)
+    v34 = jnp.negative(v33)
+    v35 = jnp.exp(v34)
+    v36 = jnp.multiply(v29, v35)
+    v37 = jnp.where(x >= 37.8, 0.0, v36)
+    v38 = jnp.where(x < -37.434, v16, v37)
+    d_xx = jnp.where(x <= float("-inf"), 0.0, v38)
     return d_xx
 
 

@@ -99,3 +99,19 @@ def test_two_args_get_pieces_per_arg_and_keep_the_other_finite():
         want = accuracy.reference(exact, (x, y), rows[3:4], dtype)
         assert accuracy.bits_error(out[3:4], want, dtype)[0] <= accuracy.P99_LIMIT
         assert np.isnan(out[4])
+
+
+def test_limits_through_sigmoid_are_found_and_shared_with_the_negation():
+    """silu(x - y) and its f_x, written with sigmoid (as a derivative of a spec using it
+    is): SymPy's limit at x = -inf finds none through sigmoid (it returns
+    -oo*sigmoid(-oo)), but finds 0 with sigmoid in exps; -f_x needs no second limit."""
+    from codegen.stabilize import limits
+
+    u = x - y
+    assert sp.limit(u * sigmoid(u), x, -sp.oo).has(sigmoid)
+    limits._limit_of.cache_clear()
+    assert limits._limit(u * sigmoid(u), x, -sp.oo) == 0
+    f_x = sigmoid(u) + u * sigmoid(-u) * sigmoid(u)
+    assert limits._limit(f_x, x, -sp.oo) == 0
+    assert limits._limit(-f_x, x, -sp.oo) == 0
+    assert limits._limit_of.cache_info().misses == 2

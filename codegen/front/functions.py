@@ -22,7 +22,12 @@ import sympy as sp
 from sympy.codegen.cfunctions import expm1, hypot, log1p
 
 from codegen.front.gamma import fast_polygamma, gamma_difference
-from codegen.front.rounding import compensation, two_sum_compensation
+from codegen.front.rounding import (
+    compensation,
+    square_head,
+    square_head_values,
+    two_sum_compensation,
+)
 
 __all__ = [
     "FUNCTIONS",
@@ -321,6 +326,8 @@ INTERNAL_FUNCTIONS: dict[str, FunctionInfo] = {
     ),
     # lowered as a composite (TwoSum); 0 in exact arithmetic
     "compensation": FunctionInfo("compensation", compensation, "", two_sum_compensation),
+    # lowered as a composite (round(256 u)/256); u in exact arithmetic
+    "square_head": FunctionInfo("square_head", square_head, "", square_head_values),
 }
 ALL_FUNCTIONS: dict[str, FunctionInfo] = {**FUNCTIONS, **INTERNAL_FUNCTIONS}
 

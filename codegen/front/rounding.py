@@ -1,7 +1,10 @@
-"""The rounding error of a sum, times a slope, as a function of hogen's own.
+"""Rounding errors made exact, as functions of hogen's own.
 
-In: nothing. Out: a SymPy function class, `compensation(slope, a, b)` = slope * ((a + b) -
-fl(a + b)), and its NumPy mirror. In exact arithmetic the error is 0, so a form written with
+In: nothing. Out: SymPy function classes and their NumPy mirrors:
+`compensation(slope, a, b)` = slope * ((a + b) - fl(a + b)), and `square_head(u, limit)`, a head of
+u whose square is exact (`stabilize/squares.py`).
+
+`compensation`: In exact arithmetic the error is 0, so a form written with
 it equals the derivative (the exact reference evaluates it as 0); in floating point it is
 the part of a + b the rounded sum lost, found exactly by Knuth's TwoSum
 (`composites.lower_compensation`), times the slope. The stabilizer writes
@@ -42,3 +45,30 @@ def two_sum_compensation(slope: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.
         b_part = s - a
         product = slope * ((a - (s - b_part)) + (b - b_part))
         return np.where(np.abs(product) < np.inf, product, np.zeros_like(product))
+
+
+SQUARE_HEAD_SCALE = 256.0  # heads are multiples of 1/256
+
+
+class square_head(sp.Function):  # noqa: N801 - SymPy function classes are lower case
+    """round(256 u)/256 with u clipped to +-limit: a head H of u with few bits, so H**2 is
+    exact (float32 to |u| < 16, float64 to 2**18) and u - H is exact there. Any H is an
+    identity in exp(c*H**2) * exp(c*(u - H)*(u + H)) = exp(c*u**2), so the exact reference
+    takes H = u. `limit` is where exp(c*limit**2) is surely 0 or inf, so that beyond it both
+    factors are (never 0 * inf). Its derivative is 0 (a step function), as round's is."""
+
+    nargs = 2
+
+    def fdiff(self, argindex=1):
+        return sp.S.Zero
+
+    def _eval_evalf(self, prec):
+        return self.args[0].evalf(prec)
+
+
+def square_head_values(u: np.ndarray, limit) -> np.ndarray:
+    """`square_head` in the array's dtype, as the lowering computes it."""
+    limit = u.dtype.type(limit)
+    scale = u.dtype.type(SQUARE_HEAD_SCALE)
+    with np.errstate(invalid="ignore"):
+        return np.round(np.clip(u, -limit, limit) * scale) * (1 / scale)

@@ -13,12 +13,15 @@ from __future__ import annotations
 import sympy as sp
 
 from codegen.front.functions import sigmoid, softplus
+from codegen.judge.numeric import rewritten_under_xla
+from codegen.lower import lower
 from codegen.stabilize.conjugates import conjugate_forms
 from codegen.stabilize.gamma import gamma_difference_forms
 from codegen.stabilize.powers import power_difference_forms
 from codegen.stabilize.products import (
     absorbed_forms,
     hypot_forms,
+    quotient_forms,
     ratio_forms,
     reciprocal_forms,
     spread_forms,
@@ -31,7 +34,7 @@ SERIES_TERMS = (3, 6, 10, 16)
 # SymPy's series has no size bound (exp(exp(x)) to 16 terms runs for minutes): past this
 # many seconds of CPU time the series candidates are skipped. Typical series take well under
 # a second.
-SERIES_SECONDS = 3.0
+SERIES_SECONDS = 5.0  # the library's slowest, log_ndtr's f'', takes 2.2: twice that, and more
 VARIANT_SECONDS = 3.0  # each of cancel, factor, simplify, collect of one derivative
 # A rewrite more than this many times the size of the derivative is dropped: factor writes
 # 1 + exp(-851*x/500) as a polynomial of degree 851 in exp(x/500), cyclotomic factors and all
@@ -244,7 +247,9 @@ def candidates(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[str, sp
         raw += [(f"{label}+{name}", form) for name, form in difference_forms(variant, args)]
         raw += [(f"{label}+{name}", form) for name, form in absorbed_forms(variant)]
         raw += [(f"{label}+{name}", form) for name, form in reciprocal_forms(variant)]
-        raw += [(f"{label}+{name}", form) for name, form in conjugate_forms(variant)]
+        for name, form in conjugate_forms(variant):
+            raw.append((f"{label}+{name}", form))
+            raw += [(f"{label}+{name}+{more}", f) for more, f in quotient_forms(form)]
         raw += [(f"{label}+{name}", form) for name, form in spread_forms(variant)]
         raw += [(f"{label}+{name}", form) for name, form in ratio_forms(variant)]
         raw += [(f"{label}+{name}", form) for name, form in gamma_difference_forms(variant)]
@@ -255,16 +260,19 @@ def candidates(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[str, sp
     seen: set[str] = set()
     out: list[tuple[str, sp.Expr]] = []
     for label, form in raw:
-        for name, version in (
-            (label, form),
-            *_rules_version(label, form),
-            *_hypot_version(label, form),
-        ):
+        for name, version in _versions(label, form, args):
             key = sp.srepr(version)
             if key not in seen:
                 seen.add(key)
                 out.append((name, version))
     return out
+
+
+def _versions(label: str, form: sp.Expr, args) -> list[tuple[str, sp.Expr]]:
+    """`form`, with rules applied, with hypot ratios, and each of these made safe from XLA's
+    division rewrites where they apply."""
+    ruled = [(label, form), *_rules_version(label, form), *_hypot_version(label, form)]
+    return [v for name, f in ruled for v in ((name, f), *_xla_safe_version(name, f, args))]
 
 
 def series_candidates(expr: sp.Expr, arg: sp.Symbol) -> list[tuple[str, sp.Expr]]:
@@ -277,6 +285,18 @@ def series_candidates(expr: sp.Expr, arg: sp.Symbol) -> list[tuple[str, sp.Expr]
 def _hypot_version(label: str, form: sp.Expr) -> list[tuple[str, sp.Expr]]:
     rewritten, _ = apply_rules(form)
     return [(f"{label}+rules+{name}", version) for name, version in hypot_forms(rewritten)]
+
+
+def _xla_safe_version(label: str, form: sp.Expr, args) -> list[tuple[str, sp.Expr]]:
+    """A form whose divisions XLA's simplifier reassociates (y/h/h**2 becomes y/(h*h**2),
+    which overflows where each step stays in range), with its powers of denominators as
+    products of reciprocals instead: (y/h)*(1/h)**2 is left alone."""
+    try:
+        if not rewritten_under_xla(lower([form], {a: a.name for a in args})):
+            return []
+    except Exception:  # noqa: BLE001 - SymPy raises many kinds (evalf of pieces' safe points)
+        return []
+    return [(f"{label}+{name}", version) for name, version in reciprocal_forms(form)]
 
 
 def _rules_version(label: str, form: sp.Expr) -> list[tuple[str, sp.Expr]]:

@@ -61,10 +61,11 @@ def compensated(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> sp.Expr | None:
         content, u = _base_sum(node, args)
         return content * names[u]
 
-    # the correction is differentiated with its guards opened (SymPy cannot differentiate
-    # through UnevaluatedExpr); it needs only a few correct bits
-    opened = expr.replace(lambda n: isinstance(n, sp.UnevaluatedExpr), lambda n: n.args[0])
-    in_sums = opened.replace(lambda n: _base_sum(n, args) is not None, as_name)
+    # the sums are named first, where the form computes them (an opened (x - y) - H is one
+    # sum of three terms); the correction is differentiated with its guards opened (SymPy
+    # cannot differentiate through UnevaluatedExpr); it needs only a few correct bits
+    named = expr.replace(lambda n: _base_sum(n, args) is not None, as_name)
+    in_sums = named.replace(lambda n: isinstance(n, sp.UnevaluatedExpr), lambda n: n.args[0])
     back = {name: u for u, name in names.items()}
     try:
         slopes = [in_grammar(sp.diff(in_sums, names[u])).xreplace(back) for u in sums]

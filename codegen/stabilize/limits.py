@@ -23,6 +23,7 @@ import math
 import numpy as np
 import sympy as sp
 
+from codegen.front.functions import sigmoid, softplus
 from codegen.judge import accuracy
 from codegen.lower import Regimes
 from codegen.timebound import SymPyTimeout, time_limit
@@ -33,13 +34,22 @@ LIMIT_SECONDS = 3.0
 OTHER_VALUES = (-2.5, -0.5, 0.5, 3.0)  # where the other args sit when one is infinite
 
 
-@functools.lru_cache(maxsize=512)  # both passes of a promoted op ask for the same limits
 def _limit(expr: sp.Expr, arg: sp.Symbol, towards) -> sp.Expr | None:
     """The real limit of `expr` as `arg` tends to `towards`, finite or +-oo (it may depend on
-    the other args), or None."""
+    the other args), or None. f_xy = -f_xx of a function of x - y: one limit for both."""
+    if expr.could_extract_minus_sign():
+        value = _limit_of(-expr, arg, towards)
+        return None if value is None else -value
+    return _limit_of(expr, arg, towards)
+
+
+@functools.lru_cache(maxsize=512)  # both passes of a promoted op ask for the same limits
+def _limit_of(expr: sp.Expr, arg: sp.Symbol, towards) -> sp.Expr | None:
+    # in exps, SymPy's limit finds what it cannot through sigmoid or softplus (sin and cos
+    # stay as they are: in exps they would be complex)
     try:
         with time_limit(LIMIT_SECONDS):
-            value = sp.limit(expr, arg, towards)
+            value = sp.limit(expr.rewrite([sigmoid, softplus], sp.exp), arg, towards)
     except (Exception, SymPyTimeout):  # noqa: BLE001 - SymPy raises many kinds
         return None
     if arg in value.free_symbols or value.has(sp.Limit, sp.AccumBounds, sp.zoo, sp.nan):

@@ -41,6 +41,7 @@ from codegen.stabilize.measuring import (
 from codegen.stabilize.per_dtype import dtype_regimes, split
 from codegen.stabilize.piecewise import choose_pieces
 from codegen.stabilize.regimes import best_regimes, needs_regimes, outside_domain, regime_columns
+from codegen.stabilize.squares import square_split
 
 SAMPLES = 2000  # the points `hogen verify` scores by default (docs/design.md: a fixed seed)
 PROMISE_KEYS = 4  # the rank's leading keys that count broken promises, not finer accuracy
@@ -171,13 +172,11 @@ def _best(spec: Spec, partial: Partial, samples: Samples, forms, promoted: bool)
             tried.append(candidate)
         best = min(tried, key=Candidate.rank)
     columns = regime_columns(spec, partial)
-    if len(columns) > 1 and partial.order == spec.order:
-        # the last order's form is differentiated beyond it, and a branch not taken is clipped
-        # on the split arg alone: its other args could still send NaN into that gradient
-        columns = []
     if needs_regimes(best, MARGIN_BITS):
         for column in columns:
-            split_on = Split(column, len(columns) == 1)
+            # series of a multi-arg last order cost most of a build and rarely win there
+            with_series = len(columns) == 1 or partial.order < spec.order
+            split_on = Split(column, len(columns) == 1, with_series)
             best = _with_regimes(spec, partial, samples, (tried, bits), best, split_on, promoted)
     return best, tuple(tried)
 
@@ -186,23 +185,34 @@ COMPENSATED_TRIES = 4  # the best forms measured that get a compensated version
 
 
 def _compensated_forms(tried, args) -> list[tuple[str, sp.Expr]]:
-    """The best measured closed forms with a rounded sum of two args, each with that sum's
-    rounding error added back to first order (`compensated`)."""
-    out = []
+    """The best measured closed forms without the rounding errors a form can avoid: with
+    each exp(c*u**2) split so u**2 is exact (`square_split`), with each rounded sum of two
+    args corrected to first order (`compensated`), and with both."""
+    out, used = [], 0
     for candidate in sorted(tried, key=Candidate.rank):
-        form = candidate.form if isinstance(candidate.form, sp.Expr) else None
-        version = None if form is None else compensated(form, args)
-        if version is not None:
-            out.append((f"{candidate.label}+compensated", version))
-        if len(out) == COMPENSATED_TRIES:
+        if not isinstance(candidate.form, sp.Expr):
+            continue
+        found = _error_free_versions(candidate.form, args)
+        out += [(f"{candidate.label}+{label}", version) for label, version in found]
+        used += bool(found)
+        if used == COMPENSATED_TRIES:
             break
     return out
+
+
+def _error_free_versions(form: sp.Expr, args) -> list[tuple[str, sp.Expr]]:
+    split = square_split(form)
+    versions = [("exact squares", split), ("compensated", compensated(form, args))]
+    if split is not None:
+        versions.append(("exact squares+compensated", compensated(split, args)))
+    return [(label, version) for label, version in versions if version is not None]
 
 
 @dataclass(frozen=True)
 class Split:
     column: int  # the arg regimes split on
     alone: bool  # the partial's only arg: series at its ends join, labels name no arg
+    with_series: bool = True  # series in the arg are candidates for pieces
 
 
 def _with_regimes(spec, partial, samples, measured_so_far, best, split_on: Split, promoted):
@@ -210,7 +220,8 @@ def _with_regimes(spec, partial, samples, measured_so_far, best, split_on: Split
     tried, bits = measured_so_far
     column = split_on.column
     arg, domain = spec.arg_symbols[column], spec.domain[column]
-    for label, form in (*_series(partial.expr, arg, domain), *_term_forms(partial.expr, arg)):
+    series = _series(partial.expr, arg, domain) if split_on.with_series else ()
+    for label, form in (*series, *_term_forms(partial.expr, arg)):
         candidate, bits[label] = measured(label, form, spec, samples, promoted)
         tried.append(candidate)
     plain = [c for c in tried if c.label in bits]  # regimes are not nested in regimes
