@@ -71,20 +71,3 @@ def test_a_form_xla_would_reassociate_gets_one_it_leaves_alone():
         assert not rewritten_under_xla(program)
         got = run(program, point, "float64", "xla")[0][0]
         assert abs(got - want) <= 2.0**-48 * abs(want), (form, got, want)
-
-
-def test_paired_quotients_keep_a_conjugate_form_in_range():
-    """hypot(x, y) - x's f_x as a conjugate, (-y*y/(x + h))/h: y*y underflows to 0 at
-    y = 1e-296 though the result is -1.6e-111; paired, (y/h)*(y/(x + h)) does not."""
-    from codegen.front.functions import hypot
-    from codegen.stabilize.products import quotient_forms
-
-    h = hypot(x, y)
-    form = sp.Piecewise((x - h, sp.sign(x) <= 0), (-y * y / (x + h), True)) / h
-    ((_, paired),) = quotient_forms(form)
-    point = {"x": [2.529e-241], "y": [-1.415e-296]}
-    assert _at(form, point, "float64")[0] == 0.0  # the product of the numerators underflowed
-    exact_point = {x: sp.Rational(2.529e-241), y: sp.Rational(-1.415e-296)}
-    want = float((x / sp.sqrt(x**2 + y**2) - 1).subs(exact_point).evalf(200))
-    got = _at(paired, point, "float64")[0]
-    assert abs(got - want) <= 2.0**-50 * abs(want), (got, want)

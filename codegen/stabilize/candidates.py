@@ -21,7 +21,6 @@ from codegen.stabilize.powers import power_difference_forms
 from codegen.stabilize.products import (
     absorbed_forms,
     hypot_forms,
-    quotient_forms,
     ratio_forms,
     reciprocal_forms,
     spread_forms,
@@ -247,9 +246,7 @@ def candidates(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[str, sp
         raw += [(f"{label}+{name}", form) for name, form in difference_forms(variant, args)]
         raw += [(f"{label}+{name}", form) for name, form in absorbed_forms(variant)]
         raw += [(f"{label}+{name}", form) for name, form in reciprocal_forms(variant)]
-        for name, form in conjugate_forms(variant):
-            raw.append((f"{label}+{name}", form))
-            raw += [(f"{label}+{name}+{more}", f) for more, f in quotient_forms(form)]
+        raw += [(f"{label}+{name}", form) for name, form in conjugate_forms(variant)]
         raw += [(f"{label}+{name}", form) for name, form in spread_forms(variant)]
         raw += [(f"{label}+{name}", form) for name, form in ratio_forms(variant)]
         raw += [(f"{label}+{name}", form) for name, form in gamma_difference_forms(variant)]

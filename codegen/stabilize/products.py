@@ -8,8 +8,7 @@ range no partial product leaves the range where the whole does not:
 - `hypot_forms`: powers of hypot(a, b) with the bounded ratios a/hypot, b/hypot;
 - `reciprocal_forms`: b**-k as (1/b)**k;
 - `spread_forms`: c*b**k multiplied out one factor at a time;
-- `ratio_forms`: a**k/b**k as (a/b)**k;
-- `quotient_forms`: a*b/(c*d) as (a/c)*(b/d), factors moved into a Piecewise first.
+- `ratio_forms`: a**k/b**k as (a/b)**k.
 
 Exact identities: `stabilize` checks each against the derivative and measures it.
 """
@@ -187,49 +186,3 @@ def spread_forms(expr: sp.Expr, both_orders: bool = False) -> list[tuple[str, sp
         if form != expr:
             out.append((label, form))
     return out
-
-
-def _factors(node: sp.Mul) -> tuple[list, list, list]:
-    """(numerator bases, denominator bases, other factors) of a product, each base repeated
-    as often as its integer power (up to MAX_SPREAD_POWER)."""
-    ups, downs, rest = [], [], []
-    for factor in node.args:
-        base, exp = factor.as_base_exp()
-        if base.is_number or not exp.is_Integer or abs(exp) > MAX_SPREAD_POWER:
-            rest.append(factor)
-        else:
-            (ups if exp > 0 else downs).extend([base] * abs(int(exp)))
-    return ups, downs, rest
-
-
-def _paired_quotients(node: sp.Expr) -> sp.Expr:
-    """y*y/(h*(x + h)) -> (y/h)*(y/(x + h)): each quotient stays in range where the product
-    of the numerators (y**2 at y = 1e-200) or of the denominators would not."""
-    ups, downs, rest = _factors(node)
-    if not ups or not downs or len(ups) + len(downs) < 3:
-        return node
-    n = min(len(ups), len(downs))
-    quotients = [sp.UnevaluatedExpr(u / d) for u, d in zip(ups, downs)]
-    left = [*ups[n:], *(sp.UnevaluatedExpr(1 / d) for d in downs[n:])]
-    return sp.Mul(*rest, *left, *quotients)
-
-
-def _into_pieces(node: sp.Mul) -> sp.Expr:
-    """c*Piecewise((e1, c1), ...) -> Piecewise((c*e1, c1), ...), so c can pair with e's
-    factors (a conjugate form divided by hypot)."""
-    pieces = [f for f in node.args if isinstance(f, sp.Piecewise)]
-    if len(pieces) != 1:
-        return node
-    outside = sp.Mul(*(f for f in node.args if f is not pieces[0]))
-    return sp.Piecewise(*((outside * e, c) for e, c in pieces[0].args))
-
-
-def quotient_forms(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
-    """Products of several numerators and denominators written as a product of quotients,
-    each numerator over a denominator."""
-    try:
-        inside = expr.replace(lambda n: n.is_Mul and n.has(sp.Piecewise), _into_pieces)
-        form = inside.replace(lambda n: n.is_Mul, _paired_quotients)
-    except RecursionError:
-        return []
-    return [] if form == expr else [("paired quotients", form)]
