@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from codegen.judge import balls
 from codegen.timebound import SymPyTimeout, time_limit
 
 _SAFE_VALUES = (1.0, 0.5, 2.0, -1.0, -0.5, -2.0, 0.0, 4.0, -4.0, 0.125, 16.0, -16.0)
@@ -86,6 +87,9 @@ def boundaries(conds) -> list[sp.Basic]:
     return out
 
 
+SAFE_POINT_PRECISION = 128  # bits of the balls a safe point is checked in
+
+
 def _finite(value: sp.Expr) -> bool:
     try:
         number = complex(sp.N(value, 20))
@@ -94,22 +98,53 @@ def _finite(value: sp.Expr) -> bool:
     return number.imag == 0 and abs(number.real) < 1e300
 
 
+def _ball_checks(checks: list[sp.Expr], symbols: tuple[sp.Symbol, ...]):
+    """Each check compiled to an arb program (fast per point), or None where the balls cannot
+    evaluate one: SymPy's N then checks the points."""
+    try:
+        return [balls.compile_balls(check, symbols) for check in checks]
+    except TypeError:
+        return None
+
+
+def _finite_in_balls(programs, point: tuple[float, ...]) -> bool:
+    """Every program's ball at `point` finite, real (arb gives NaN outside a domain) and
+    below 1e300 in magnitude."""
+    with balls.precision(SAFE_POINT_PRECISION):
+        for program in programs:
+            leaves = [balls.leaf(c) for c in program.leaves]
+            try:
+                value = balls.run_once(program, point, leaves)
+            except (ValueError, ArithmeticError):
+                return False
+            if not value.is_finite() or abs(value).upper() >= 1e300:
+                return False
+    return True
+
+
 @functools.lru_cache(maxsize=512)
 def safe_point(exact: sp.Expr, symbols: tuple[sp.Symbol, ...]) -> tuple[float, ...]:
     """A point where `exact` and its first partials in `symbols` are finite and real.
 
     Other symbols (params) are taken as 1. Tried: the same value for every symbol, then
-    combinations; 1.0 for every symbol if none is found.
+    combinations; 1.0 for every symbol if none is found. Checked in arb balls (SymPy's N
+    where they cannot evaluate a check: it can take a second per point of a long form).
     """
     others = {s: sp.Integer(1) for s in exact.free_symbols if s not in symbols}
     tries = [(v,) * len(symbols) for v in _SAFE_VALUES]
     tries += list(itertools.islice(itertools.product(_SAFE_VALUES[:6], repeat=len(symbols)), 300))
-    try:  # SymPy's N can take seconds on one point of a long form: the search is bounded
+    try:  # the search is bounded: a check can be long
         with time_limit(SAFE_POINT_SECONDS):
-            checks = [exact, *(sp.diff(exact, s) for s in symbols)]
+            opened = exact.replace(  # guards against SymPy's evaluation leave no Derivative
+                lambda n: isinstance(n, sp.UnevaluatedExpr), lambda n: n.args[0]
+            )
+            checks = [c.subs(others) for c in (exact, *(sp.diff(opened, s) for s in symbols))]
+            programs = _ball_checks(checks, symbols)
             for point in tries:
-                values = {**others, **{s: sp.Rational(v) for s, v in zip(symbols, point)}}
-                if all(_finite(check.subs(values)) for check in checks):
+                if programs is not None and _finite_in_balls(programs, point):
+                    return point
+                values = {s: sp.Rational(v) for s, v in zip(symbols, point)}
+                if programs is None and all(_finite(c.subs(values)) for c in checks):
                     return point
     except SymPyTimeout:
         pass

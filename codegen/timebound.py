@@ -3,6 +3,11 @@
 In: a number of seconds. Out: a context manager raising `SymPyTimeout` when they pass
 (SIGPROF: CPU time, main thread on POSIX; elsewhere no limit), and `bounded`, a call returning a
 fallback instead. Used by the stabilizer and the exact reference, so no build runs unbounded.
+
+The optional approximations of one build (series and expansions at infinity; limits) also
+share a budget per kind (`work_budget`, `budgeted_limit`): each call gets its own bound or
+what is left of the build's, whichever is less, so a spec whose every expansion runs to its
+bound (two args, a symbolic exponent) still builds in bounded time.
 """
 
 from __future__ import annotations
@@ -67,3 +72,37 @@ def bounded(seconds: float, fallback, fn, *args):
             return fn(*args)
     except (SymPyTimeout, RecursionError):
         return fallback
+
+
+_BUDGETS: list[dict[str, float]] = []  # CPU seconds left per kind of optional work, per build
+
+
+@contextlib.contextmanager
+def work_budget(**seconds: float):
+    """Share each kind's seconds (`series=30`) among the `budgeted_limit` calls of that kind
+    made inside."""
+    _BUDGETS.append(dict(seconds))
+    try:
+        yield
+    finally:
+        _BUDGETS.pop()
+
+
+@contextlib.contextmanager
+def budgeted_limit(seconds: float, kind: str):
+    """`time_limit(seconds)`, cut to what is left of the innermost `work_budget` of `kind`
+    and charged to it; SymPyTimeout at once where nothing is left. Outside a budget for
+    `kind`, `time_limit`."""
+    budget = _BUDGETS[-1] if _BUDGETS and kind in _BUDGETS[-1] else None
+    if budget is None:
+        with time_limit(seconds):
+            yield
+        return
+    if budget[kind] <= 0:
+        raise SymPyTimeout
+    start = time.process_time()
+    try:
+        with time_limit(min(seconds, budget[kind])):
+            yield
+    finally:
+        budget[kind] -= time.process_time() - start

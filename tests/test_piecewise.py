@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
+from codegen import pieces as pieces_module
 from codegen.derive import derive
 from codegen.front.spec import parse_expression, parse_spec_text
 from codegen.judge.accuracy import reference
@@ -86,6 +87,29 @@ def test_unused_piece_gets_a_safe_input():
     assert np.isfinite(values[0]).all()
     (point,) = safe_point(sp.log(x), (x,))
     assert math.isfinite(math.log(point)) and point > 0
+
+
+def test_safe_point_is_checked_in_balls_and_by_sympy_alike():
+    """The balls find the first point where the form and its partials are finite and real;
+    SymPy's N (the fallback) finds the same one. sqrt(x - 1)'s partial is inf at 1."""
+    y = sp.Symbol("y")
+    form = sp.sqrt(x - 1) * sp.log(y)
+    assert pieces_module._ball_checks([form], (x, y)) is not None
+    point = safe_point(form, (x, y))
+    assert point == (2.0, 2.0)
+    checks = [form, sp.diff(form, x), sp.diff(form, y)]
+    first = next(
+        p
+        for p in [(v, v) for v in pieces_module._SAFE_VALUES]
+        if all(pieces_module._finite(c.subs({x: p[0], y: p[1]})) for c in checks)
+    )
+    assert first == point
+
+
+def test_safe_point_of_a_guarded_form_is_found():
+    """An UnevaluatedExpr guard (a compensated sum's) differentiates like what it holds."""
+    form = sp.sqrt(sp.UnevaluatedExpr(x - 1))
+    assert safe_point(form, (x,)) == (2.0,)
 
 
 def test_polynomial_pieces_need_no_guard():

@@ -11,6 +11,7 @@ import time
 import pytest
 
 from codegen.stabilize.candidates import SymPyTimeout, time_limit
+from codegen.timebound import budgeted_limit, work_budget
 
 
 def _spin(seconds: float) -> None:
@@ -36,3 +37,27 @@ def test_an_outer_limit_still_fires_after_an_inner_one():
             with time_limit(5.0):
                 _spin(0.1)
             _spin(5.0)
+
+
+def test_a_build_budget_is_shared_by_the_calls_of_its_kind():
+    """Two calls of one kind share the budget: the second gets only what the first left, and
+    nothing once it is spent; another kind keeps its own."""
+    with work_budget(series=0.3, limits=5.0):
+        with pytest.raises(SymPyTimeout):
+            with budgeted_limit(5.0, "series"):
+                _spin(5.0)
+        start = time.process_time()
+        with pytest.raises(SymPyTimeout):
+            with budgeted_limit(5.0, "series"):
+                _spin(5.0)
+        assert time.process_time() - start < 0.2  # spent: stopped at once
+        with budgeted_limit(5.0, "limits"):
+            _spin(0.1)
+
+
+def test_a_call_outside_any_budget_keeps_its_own_bound():
+    with budgeted_limit(1.0, "series"):
+        _spin(0.3)
+    with work_budget(limits=0.1):
+        with budgeted_limit(1.0, "series"):  # a kind the budget does not name
+            _spin(0.3)

@@ -291,6 +291,11 @@ def _run(prog: _Program, inputs: list, leaves: list) -> list:
     return vals
 
 
+def run_once(prog: _Program, row: tuple, leaves: list):
+    """The ball of the program's value at one input row, at the current precision."""
+    return _run(prog, [flint.arb(v) for v in row], leaves)[prog.root]
+
+
 def _diagnose(prog: _Program, vals: list) -> str:
     """Why an arb result is not finite: "overflow", "zero", "domain" or "undefined"."""
     first = prog.n_inputs + len(prog.leaves)

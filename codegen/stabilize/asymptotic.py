@@ -22,7 +22,7 @@ import sympy as sp
 
 from codegen.judge.accuracy import plain
 from codegen.stabilize.rules import STABLE_RULES, apply_rules
-from codegen.timebound import SymPyTimeout, time_limit
+from codegen.timebound import SymPyTimeout, budgeted_limit
 
 ORDER = 20  # SymPy's n: terms up to x**-19 beyond the leading one
 TRUNCATIONS = (1, 2, 4, 8, 16)
@@ -40,7 +40,7 @@ def _expansion(expr: sp.Expr, arg: sp.Symbol, point) -> sp.Expr | None:
     flip = point is not sp.oo
     prepared = apply_rules(plain(expr.subs(arg, -arg) if flip else expr), _SCALED)[0]
     try:  # the whole expansion under one bound: expanding a long series can cost more
-        with time_limit(SECONDS):
+        with budgeted_limit(SECONDS, "series"):
             series = sp.series(prepared, arg, sp.oo, ORDER).removeO()
             if series.has(sp.I, sp.Order, sp.exp, sp.zoo, sp.nan):
                 return None

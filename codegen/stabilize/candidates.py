@@ -26,7 +26,12 @@ from codegen.stabilize.products import (
     spread_forms,
 )
 from codegen.stabilize.rules import apply_rules, split_constant
-from codegen.timebound import SymPyTimeout, bounded, time_limit  # noqa: F401 - re-exported
+from codegen.timebound import (  # noqa: F401 - re-exported
+    SymPyTimeout,
+    bounded,
+    budgeted_limit,
+    time_limit,
+)
 
 SIMPLIFY_MAX_OPS = 150
 SERIES_TERMS = (3, 6, 10, 16)
@@ -211,7 +216,7 @@ def series_forms(expr: sp.Expr, arg: sp.Symbol, point: int = 0) -> list[tuple[st
     The expansion and the polynomial in `arg` are built under one bound: with other args in
     the coefficients, building the polynomial can cost more than the series."""
     try:
-        with time_limit(SERIES_SECONDS):
+        with budgeted_limit(SERIES_SECONDS, "series"):
             longest = sp.series(expr, arg, point, max(SERIES_TERMS)).removeO()
             if longest.has(sp.log, sp.Order, sp.I) or not longest.is_polynomial(arg):
                 return []  # I: complex at 0

@@ -26,7 +26,7 @@ import sympy as sp
 from codegen.front.functions import sigmoid, softplus
 from codegen.judge import accuracy
 from codegen.lower import Regimes
-from codegen.timebound import SymPyTimeout, time_limit
+from codegen.timebound import SymPyTimeout, budgeted_limit
 
 LIMIT_SECONDS = 3.0
 
@@ -48,7 +48,7 @@ def _limit_of(expr: sp.Expr, arg: sp.Symbol, towards) -> sp.Expr | None:
     # in exps, SymPy's limit finds what it cannot through sigmoid or softplus (sin and cos
     # stay as they are: in exps they would be complex)
     try:
-        with time_limit(LIMIT_SECONDS):
+        with budgeted_limit(LIMIT_SECONDS, "limits"):
             value = sp.limit(expr.rewrite([sigmoid, softplus], sp.exp), arg, towards)
     except (Exception, SymPyTimeout):  # noqa: BLE001 - SymPy raises many kinds
         return None
@@ -57,6 +57,11 @@ def _limit_of(expr: sp.Expr, arg: sp.Symbol, towards) -> sp.Expr | None:
     if not (value.is_real or value in (sp.oo, -sp.oo)):
         return None
     return value  # a finite limit, or +-oo (poisson_nll's value at k = inf is inf, not NaN)
+
+
+def clear_limits() -> None:
+    """Forget the limits found: each build finds its own, within its own budget."""
+    _limit_of.cache_clear()
 
 
 def _number(limit: sp.Expr, at: dict) -> float:

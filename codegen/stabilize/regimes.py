@@ -68,30 +68,28 @@ def _split_points(n_pieces: int, x: np.ndarray, cost: np.ndarray) -> list[tuple[
     choice = [[(0, int(prefix[:, j].argmin()))] for j in range(n + 1)]
     for _ in range(1, n_pieces):
         new_best = np.full(n + 1, np.inf)
-        new_choice = [None] * (n + 1)
+        start = np.zeros(n + 1, dtype=np.int64)  # the last piece's start; 0: one piece
+        form_of = np.zeros(n + 1, dtype=np.int64)
         for form in range(k):
             start_cost = np.where(allowed, best - prefix[form], np.inf)
             run_min = np.minimum.accumulate(start_cost)
-            run_arg = _running_argmin(start_cost)
             total = run_min[:-1] + prefix[form, 1:] + PIECE_PENALTY
-            for j in np.nonzero(total < new_best[1:])[0]:
-                new_best[j + 1] = total[j]
-                i = run_arg[j]
-                new_choice[j + 1] = [*choice[i], (int(i), form)] if i > 0 else None
-        improved = [j for j in range(n + 1) if new_choice[j] is not None and new_best[j] < best[j]]
-        for j in improved:
-            best[j], choice[j] = new_best[j], new_choice[j]
+            better = np.concatenate([[False], total < new_best[1:]])
+            new_best[better] = total[better[1:]]
+            start[better] = _running_argmin(start_cost)[:-1][better[1:]]
+            form_of[better] = form
+        improved = np.nonzero((start > 0) & (new_best < best))[0]
+        extended = {j: [*choice[start[j]], (int(start[j]), int(form_of[j]))] for j in improved}
+        for j, pieces in extended.items():
+            best[j], choice[j] = new_best[j], pieces
     return choice[n]
 
 
 def _running_argmin(values: np.ndarray) -> np.ndarray:
-    out = np.zeros(len(values), dtype=np.int64)
-    arg = 0
-    for i, v in enumerate(values):
-        if v < values[arg]:
-            arg = i
-        out[i] = arg
-    return out
+    """Index of the first minimum of values[:i + 1], for each i."""
+    before = np.minimum.accumulate(values)[:-1]
+    new = np.concatenate([[True], values[1:] < before])
+    return np.maximum.accumulate(np.where(new, np.arange(len(values)), 0))
 
 
 def simplest_between(lo: float, hi: float) -> float:

@@ -27,7 +27,7 @@ from codegen.lower import op_count
 from codegen.stabilize.asymptotic import asymptotic_forms
 from codegen.stabilize.candidates import candidates, series_candidates
 from codegen.stabilize.compensated import compensated
-from codegen.stabilize.limits import with_limits
+from codegen.stabilize.limits import clear_limits, with_limits
 from codegen.stabilize.measuring import (
     Candidate,
     Samples,
@@ -42,10 +42,16 @@ from codegen.stabilize.per_dtype import dtype_regimes, split
 from codegen.stabilize.piecewise import choose_pieces
 from codegen.stabilize.regimes import best_regimes, needs_regimes, outside_domain, regime_columns
 from codegen.stabilize.squares import square_split
+from codegen.timebound import work_budget
 
 SAMPLES = 2000  # the points `hogen verify` scores by default (docs/design.md: a fixed seed)
 PROMISE_KEYS = 4  # the rank's leading keys that count broken promises, not finer accuracy
 MARGIN_BITS = 2.0  # a p99 this close to the limit is worth regimes too
+# CPU seconds one build's series and expansions at infinity share, and its limits: the
+# library's builds spend at most 12 and 3 (lbeta); a two-arg spec whose every expansion runs
+# to its own bound spent 57 and 13 (100*((1 + i/n)**n - 1)/(i/n))
+SERIES_BUDGET_SECONDS = 25.0
+LIMITS_BUDGET_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -319,7 +325,16 @@ def stabilize(derivatives: Derivatives) -> StableForms:
 
     If any order needs float32 computed in float64, the op computes every order that way, so
     every order is chosen again measuring float32 as it will ship (the same candidates).
+    Series and expansions share one budget of CPU time, limits another; what they found is
+    kept for this build only, so no build's result depends on the builds before it.
     """
+    _series.cache_clear()
+    clear_limits()
+    with work_budget(series=SERIES_BUDGET_SECONDS, limits=LIMITS_BUDGET_SECONDS):
+        return _stabilized(derivatives)
+
+
+def _stabilized(derivatives: Derivatives) -> StableForms:
     spec, partials = derivatives.spec, derivatives.partials
     forms = [_explained(spec, p, valid_candidates) for p in partials]
     choices = tuple(_explained(spec, p, choose, SAMPLES, False, f) for p, f in zip(partials, forms))
