@@ -89,9 +89,31 @@ def _log_ndtr_value(x):
     """The value of log_ndtr.
 
     f = log(erfc(-sqrt(2)*x/2)/2)
-    form (regimes(sympy+rules(log_erfc) | cancel+rules(log1p))): (-inf, -2.73): -x**2/2 +
-        log(erfcx(-sqrt(2)*x/2)/2); [-2.73, inf): log1p(-erfc(sqrt(2)*x/2)/2)
-    measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.37 / p99 6.8 bits (float32
+    form (regimes(sympy+rules(log_erfc) | cancel+rules(log1p) | series at 7.9<32> |
+        cancel+rules(log1p))): (-inf, -2.73): -x**2/2 + log(erfcx(-sqrt(2)*x/2)/2); [-2.73,
+        6.7497773): log1p(-erfc(sqrt(2)*x/2)/2); [6.7497773, 8.4): -1.3945171466592653e-15 +
+        (1.118795621435182e-14 + (-4.4192427046689753e-14 + (1.1450873185389138e-13 +
+        (-2.1878934090365517e-13 + (3.2851084884969546e-13 + (-4.033673721982887e-13 +
+        (4.1612045709407986e-13 + (-3.6770101864491557e-13 + (2.8230362748201701e-13 +
+        (-1.9033533072023997e-13 + (1.1359780435978517e-13 + (-6.0365877967315268e-14 +
+        (2.8673778098548758e-14 + (-1.2200035577739399e-14 + (4.6503086650251716e-15 +
+        (-1.5844211614810816e-15 + (4.7983898849661039e-16 + (-1.2775044967781934e-16 +
+        (2.9265646676881177e-17 + (-5.5085933934504251e-18 + (7.4835828896926367e-19 +
+        (-3.0261428678125375e-20 + (-2.066419577208642e-20 + (8.0080310360761107e-21 +
+        (-1.7384079265942921e-21 + (2.3252631476925712e-22 + (-6.1258809283464358e-24 +
+        (-6.2687624234793299e-24 + (1.911468098033102e-24 + (-3.0162852963271445e-25 +
+        1.7271574392753431e-26*(x - 7.9000000000000004))*(x - 7.9000000000000004))*(x -
+        7.9000000000000004))*(x - 7.9000000000000004))*(x - 7.9000000000000004))*(x -
+        7.9000000000000004))*(x - 7.9000000000000004))*(x - 7.9000000000000004))*(x -
+        7.9000000000000004))*(x - 7.9000000000000004))*(x - 7.9000000000000004))*(x -
+        7.9000000000000004))*(x - 7.9000000000000004))*(x - 7.9000000000000004))*(x -
+        7.9000000000000004))*(x - 7.9000000000000004))*(x - 7.9000000000000004))*(x -
+        7.9000000000000004))*(x - 7.9000000000000004))*(x - 7.9000000000000004))*(x -
+        7.9000000000000004))*(x - 7.9000000000000004))*(x - 7.9000000000000004))*(x -
+        7.9000000000000004))*(x - 7.9000000000000004))*(x - 7.9000000000000004))*(x -
+        7.9000000000000004))*(x - 7.9000000000000004))*(x - 7.9000000000000004))*(x -
+        7.9000000000000004))*(x - 7.9000000000000004); [8.4, inf): log1p(-erfc(sqrt(2)*x/2)/2)
+    measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.36 / p99 6.8 bits (float32
         computed in float64)
     """
     v0 = tf.math.multiply(x, 0.7071067811865476)
@@ -181,7 +203,72 @@ def _log_ndtr_value(x):
     v84 = tf.math.multiply(v83, 0.5)
     v85 = tf.math.negative(v84)
     v86 = tf.math.log1p(v85)
-    value = tf.where(tf.math.less(x, -2.73), v82, v86)
+    v87 = tf.math.subtract(x, 7.9)
+    v88 = tf.math.multiply(v87, 1.727157439275343e-26)
+    v89 = tf.math.subtract(v88, 3.0162852963271445e-25)
+    v90 = tf.math.multiply(v89, v87)
+    v91 = tf.math.add(v90, 1.911468098033102e-24)
+    v92 = tf.math.multiply(v91, v87)
+    v93 = tf.math.subtract(v92, 6.26876242347933e-24)
+    v94 = tf.math.multiply(v93, v87)
+    v95 = tf.math.subtract(v94, 6.125880928346436e-24)
+    v96 = tf.math.multiply(v95, v87)
+    v97 = tf.math.add(v96, 2.325263147692571e-22)
+    v98 = tf.math.multiply(v97, v87)
+    v99 = tf.math.subtract(v98, 1.738407926594292e-21)
+    v100 = tf.math.multiply(v99, v87)
+    v101 = tf.math.add(v100, 8.00803103607611e-21)
+    v102 = tf.math.multiply(v101, v87)
+    v103 = tf.math.subtract(v102, 2.066419577208642e-20)
+    v104 = tf.math.multiply(v103, v87)
+    v105 = tf.math.subtract(v104, 3.0261428678125375e-20)
+    v106 = tf.math.multiply(v105, v87)
+    v107 = tf.math.add(v106, 7.483582889692637e-19)
+    v108 = tf.math.multiply(v107, v87)
+    v109 = tf.math.subtract(v108, 5.508593393450425e-18)
+    v110 = tf.math.multiply(v109, v87)
+    v111 = tf.math.add(v110, 2.9265646676881177e-17)
+    v112 = tf.math.multiply(v111, v87)
+    v113 = tf.math.subtract(v112, 1.2775044967781934e-16)
+    v114 = tf.math.multiply(v113, v87)
+    v115 = tf.math.add(v114, 4.798389884966104e-16)
+    v116 = tf.math.multiply(v115, v87)
+    v117 = tf.math.subtract(v116, 1.5844211614810816e-15)
+    v118 = tf.math.multiply(v117, v87)
+    v119 = tf.math.add(v118, 4.650308665025172e-15)
+    v120 = tf.math.multiply(v119, v87)
+    v121 = tf.math.subtract(v120, 1.2200035577739399e-14)
+    v122 = tf.math.multiply(v121, v87)
+    v123 = tf.math.add(v122, 2.867377809854876e-14)
+    v124 = tf.math.multiply(v123, v87)
+    v125 = tf.math.subtract(v124, 6.036587796731527e-14)
+    v126 = tf.math.multiply(v125, v87)
+    v127 = tf.math.add(v126, 1.1359780435978517e-13)
+    v128 = tf.math.multiply(v127, v87)
+    v129 = tf.math.subtract(v128, 1.9033533072023997e-13)
+    v130 = tf.math.multiply(v129, v87)
+    v131 = tf.math.add(v130, 2.82303627482017e-13)
+    v132 = tf.math.multiply(v131, v87)
+    v133 = tf.math.subtract(v132, 3.6770101864491557e-13)
+    v134 = tf.math.multiply(v133, v87)
+    v135 = tf.math.add(v134, 4.1612045709407986e-13)
+    v136 = tf.math.multiply(v135, v87)
+    v137 = tf.math.subtract(v136, 4.033673721982887e-13)
+    v138 = tf.math.multiply(v137, v87)
+    v139 = tf.math.add(v138, 3.2851084884969546e-13)
+    v140 = tf.math.multiply(v139, v87)
+    v141 = tf.math.subtract(v140, 2.1878934090365517e-13)
+    v142 = tf.math.multiply(v141, v87)
+    v143 = tf.math.add(v142, 1.1450873185389138e-13)
+    v144 = tf.math.multiply(v143, v87)
+    v145 = tf.math.subtract(v144, 4.419242704668975e-14)
+    v146 = tf.math.multiply(v145, v87)
+    v147 = tf.math.add(v146, 1.118795621435182e-14)
+    v148 = tf.math.multiply(v147, v87)
+    v149 = tf.math.subtract(v148, 1.3945171466592653e-15)
+    v150 = tf.where(tf.math.less(x, 8.4), v149, v86)
+    v151 = tf.where(tf.math.less(x, 6.7497773), v86, v150)
+    value = tf.where(tf.math.less(x, -2.73), v82, v151)
     return value
 
 
@@ -310,17 +397,53 @@ def _log_ndtr_d_xx(x):
 
     f'' = -sqrt(2)*x*exp(-x**2/2)/(sqrt(pi)*erfc(-sqrt(2)*x/2)) -
         2*exp(-x**2)/(pi*erfc(-sqrt(2)*x/2)**2)
-    form (regimes(series -inf<10> | sympy+rules(erfc_exp) | sympy)+limits at inf): (-inf,
-        -14.9): -1 + (-1/x)**2*(1 + (-1/x)**2*(-6 + (-1/x)**2*(50 + (-1/x)**2*(-518 +
-        (-1/x)**2*(6354 + (-1/x)**2*(-89782 + (-1/x)**2*(1435330 + (-1/x)**2*(-25625910 +
-        505785122*(-1/x)**2)))))))); [-14.9, -1.20551956):
-        -sqrt(2)*x/(sqrt(pi)*erfcx(-sqrt(2)*x/2)) - 2/(pi*erfcx(-sqrt(2)*x/2)**2); [-1.20551956,
-        inf): -sqrt(2)*x*exp(-x**2/2)/(sqrt(pi)*erfc(-sqrt(2)*x/2)) -
+    form (regimes(series -inf<10> | series at -16<32> | series at -6.9<32> |
+        sympy+rules(erfc_exp) | sympy)+limits at inf): (-inf, -22.64847): -1 + (-1/x)**2*(1 +
+        (-1/x)**2*(-6 + (-1/x)**2*(50 + (-1/x)**2*(-518 + (-1/x)**2*(6354 + (-1/x)**2*(-89782 +
+        (-1/x)**2*(1435330 + (-1/x)**2*(-25625910 + 505785122*(-1/x)**2)))))))); [-22.64847,
+        -10.13): -0.99618243762982117 + (0.00046645373911294275 + (4.2428752297206763e-5 +
+        (3.4051589246494512e-6 + (2.5430835911355174e-7 + (1.8097279549223117e-8 +
+        (1.242678028344605e-9 + (8.2952508006464451e-11 + (5.4085056161044495e-12 +
+        (3.4551134665763692e-13 + (2.167243619227975e-14 + (1.33671757373391e-15 +
+        (8.1146146048054235e-17 + (4.8510129826973395e-18 + (2.8564601326144421e-19 +
+        (1.6565854243811621e-20 + (9.4581722574547495e-22 + (5.3120904849993618e-23 +
+        (2.9312037801542079e-24 + (1.5861273321458674e-25 + (8.3935190802775331e-27 +
+        (4.3258272409196528e-28 + (2.1573606989915092e-29 + (1.0301406366351367e-30 +
+        (4.6199140403032491e-32 + (1.868621699784517e-33 + (6.0902751937100791e-35 +
+        (8.118952329709979e-37 + (-1.0542891599004921e-37 + (-1.4471303285284304e-38 +
+        (-1.2857723594374355e-39 - 9.7743606490568376e-41*(x + 16.0))*(x + 16.0))*(x + 16.0))*(x
+        + 16.0))*(x + 16.0))*(x + 16.0))*(x + 16.0))*(x + 16.0))*(x + 16.0))*(x + 16.0))*(x +
+        16.0))*(x + 16.0))*(x + 16.0))*(x + 16.0))*(x + 16.0))*(x + 16.0))*(x + 16.0))*(x +
+        16.0))*(x + 16.0))*(x + 16.0))*(x + 16.0))*(x + 16.0))*(x + 16.0))*(x + 16.0))*(x +
+        16.0))*(x + 16.0))*(x + 16.0))*(x + 16.0))*(x + 16.0))*(x + 16.0))*(x + 16.0); [-10.13,
+        -3.617268801): -0.98126035584837845 + (0.0048675515020547054 + (0.00091690222749464675 +
+        (0.00014847638953510727 + (2.1785618448269459e-5 + (2.9613297326209143e-6 +
+        (3.7660257477654106e-7 + (4.4937020115704754e-8 + (5.0161809122397094e-9 +
+        (5.1844222179565586e-10 + (4.8432120076934844e-11 + (3.8519748774191731e-12 +
+        (2.1104634974820295e-13 + (-4.1307526864798563e-15 + (-3.6547649913467979e-15 +
+        (-7.4333735510814657e-16 + (-1.1438814798950731e-16 + (-1.5235528867976706e-17 +
+        (-1.8284490314178556e-18 + (-1.9985911000509453e-19 + (-1.9742298644601129e-20 +
+        (-1.7038575869044848e-21 + (-1.1532748291227545e-22 + (-3.1475229955747119e-24 +
+        (7.8492240796919047e-25 + (2.0788679140629522e-25 + (3.4583526107609227e-26 +
+        (4.7760243009364808e-27 + (5.8549106438878487e-28 + (6.5034057846198287e-29 +
+        (6.5357341594239466e-30 + 5.7965632228357285e-31*(x + 6.9000000000000004))*(x +
+        6.9000000000000004))*(x + 6.9000000000000004))*(x + 6.9000000000000004))*(x +
+        6.9000000000000004))*(x + 6.9000000000000004))*(x + 6.9000000000000004))*(x +
+        6.9000000000000004))*(x + 6.9000000000000004))*(x + 6.9000000000000004))*(x +
+        6.9000000000000004))*(x + 6.9000000000000004))*(x + 6.9000000000000004))*(x +
+        6.9000000000000004))*(x + 6.9000000000000004))*(x + 6.9000000000000004))*(x +
+        6.9000000000000004))*(x + 6.9000000000000004))*(x + 6.9000000000000004))*(x +
+        6.9000000000000004))*(x + 6.9000000000000004))*(x + 6.9000000000000004))*(x +
+        6.9000000000000004))*(x + 6.9000000000000004))*(x + 6.9000000000000004))*(x +
+        6.9000000000000004))*(x + 6.9000000000000004))*(x + 6.9000000000000004))*(x +
+        6.9000000000000004))*(x + 6.9000000000000004))*(x + 6.9000000000000004); [-3.617268801,
+        -1.20551956): -sqrt(2)*x/(sqrt(pi)*erfcx(-sqrt(2)*x/2)) - 2/(pi*erfcx(-sqrt(2)*x/2)**2);
+        [-1.20551956, inf): -sqrt(2)*x*exp(-x**2/2)/(sqrt(pi)*erfc(-sqrt(2)*x/2)) -
         2*exp(-x**2)/(pi*erfc(-sqrt(2)*x/2)**2); at inf: 0
-    measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.49 / p99 6.1 bits (float32
+    measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.42 / p99 5.3 bits (float32
         computed in float64)
     """
-    v0 = tf.math.minimum(x, -14.9)
+    v0 = tf.math.minimum(x, -22.64847)
     v1 = -1.0 / tf.math.negative(v0)
     v2 = tf.math.negative(v1)
     v3 = tf.math.square(v2)
@@ -342,113 +465,243 @@ def _log_ndtr_d_xx(x):
     v19 = tf.math.add(v18, 1.0)
     v20 = tf.math.multiply(v3, v19)
     v21 = tf.math.subtract(v20, 1.0)
-    v22 = tf.clip_by_value(x, -14.9, -1.20551956)
-    v23 = tf.math.multiply(v22, 0.7071067811865476)
-    v24 = tf.math.negative(v23)
-    v25 = tf.clip_by_value(v24, -27.0, 3.0)
-    v26 = tf.math.multiply(v25, 256.0)
-    v27 = tf.math.round(v26)
-    v28 = tf.math.truediv(v27, 256.0)
-    v29 = tf.math.subtract(v25, v28)
-    v30 = tf.math.add(v25, v28)
-    v31 = tf.math.multiply(v29, v30)
-    v32 = tf.math.square(v28)
-    v33 = tf.math.exp(v32)
-    v34 = tf.math.exp(v31)
-    v35 = tf.math.multiply(v33, v34)
-    v36 = tf.math.erfc(v25)
-    v37 = tf.math.multiply(v35, v36)
-    v38 = tf.math.maximum(v24, 3.0)
-    v39 = 15.0 / v38
-    v40 = tf.math.add(v38, v39)
-    v41 = 14.5 / v40
-    v42 = tf.math.add(v38, v41)
-    v43 = 14.0 / v42
-    v44 = tf.math.add(v38, v43)
-    v45 = 13.5 / v44
-    v46 = tf.math.add(v38, v45)
-    v47 = 13.0 / v46
-    v48 = tf.math.add(v38, v47)
-    v49 = 12.5 / v48
-    v50 = tf.math.add(v38, v49)
-    v51 = 12.0 / v50
-    v52 = tf.math.add(v38, v51)
-    v53 = 11.5 / v52
-    v54 = tf.math.add(v38, v53)
-    v55 = 11.0 / v54
-    v56 = tf.math.add(v38, v55)
-    v57 = 10.5 / v56
-    v58 = tf.math.add(v38, v57)
-    v59 = 10.0 / v58
-    v60 = tf.math.add(v38, v59)
-    v61 = 9.5 / v60
-    v62 = tf.math.add(v38, v61)
-    v63 = 9.0 / v62
-    v64 = tf.math.add(v38, v63)
-    v65 = 8.5 / v64
-    v66 = tf.math.add(v38, v65)
-    v67 = 8.0 / v66
-    v68 = tf.math.add(v38, v67)
-    v69 = 7.5 / v68
-    v70 = tf.math.add(v38, v69)
-    v71 = 7.0 / v70
-    v72 = tf.math.add(v38, v71)
-    v73 = 6.5 / v72
-    v74 = tf.math.add(v38, v73)
-    v75 = 6.0 / v74
-    v76 = tf.math.add(v38, v75)
-    v77 = 5.5 / v76
-    v78 = tf.math.add(v38, v77)
-    v79 = 5.0 / v78
-    v80 = tf.math.add(v38, v79)
-    v81 = 4.5 / v80
-    v82 = tf.math.add(v38, v81)
-    v83 = 4.0 / v82
-    v84 = tf.math.add(v38, v83)
-    v85 = 3.5 / v84
-    v86 = tf.math.add(v38, v85)
-    v87 = 3.0 / v86
-    v88 = tf.math.add(v38, v87)
-    v89 = 2.5 / v88
-    v90 = tf.math.add(v38, v89)
-    v91 = 2.0 / v90
-    v92 = tf.math.add(v38, v91)
-    v93 = 1.5 / v92
-    v94 = tf.math.add(v38, v93)
-    v95 = -1.0 / tf.math.negative(v94)
-    v96 = tf.math.add(v38, v95)
-    v97 = 0.5 / v96
-    v98 = tf.math.add(v38, v97)
-    v99 = 0.5641895835477563 / v98
-    v100 = tf.where(tf.math.greater_equal(v24, 3.0), v99, v37)
-    v101 = tf.math.square(v100)
-    v102 = 0.6366197723675814 / v101
-    v103 = tf.math.negative(v102)
-    v104 = tf.math.multiply(v22, 0.7978845608028654)
-    v105 = tf.math.truediv(v104, v100)
-    v106 = tf.math.subtract(v103, v105)
-    v107 = tf.math.minimum(x, x.dtype.max)
-    v108 = tf.math.maximum(v107, -1.20551956)
-    v109 = tf.math.square(v108)
-    v110 = tf.math.negative(v109)
-    v111 = tf.math.exp(v110)
-    v112 = tf.math.multiply(v111, 0.6366197723675814)
-    v113 = tf.math.multiply(v108, 0.7071067811865476)
-    v114 = tf.math.negative(v113)
-    v115 = tf.math.erfc(v114)
-    v116 = tf.math.square(v115)
-    v117 = tf.math.truediv(v112, v116)
-    v118 = tf.math.negative(v117)
-    v119 = tf.math.multiply(v108, 0.7978845608028654)
-    v120 = tf.math.multiply(v109, 0.5)
-    v121 = tf.math.negative(v120)
-    v122 = tf.math.exp(v121)
-    v123 = tf.math.multiply(v119, v122)
-    v124 = tf.math.truediv(v123, v115)
-    v125 = tf.math.subtract(v118, v124)
-    v126 = tf.where(tf.math.greater_equal(x, float("inf")), tf.constant(0.0, x.dtype), v125)
-    v127 = tf.where(tf.math.less(x, -1.20551956), v106, v126)
-    d_xx = tf.where(tf.math.less(x, -14.9), v21, v127)
+    v22 = tf.clip_by_value(x, -22.64847, -10.13)
+    v23 = tf.math.add(v22, 16.0)
+    v24 = tf.math.multiply(v23, 9.774360649056838e-41)
+    v25 = -1.2857723594374355e-39 - v24
+    v26 = tf.math.multiply(v25, v23)
+    v27 = tf.math.subtract(v26, 1.4471303285284304e-38)
+    v28 = tf.math.multiply(v27, v23)
+    v29 = tf.math.subtract(v28, 1.054289159900492e-37)
+    v30 = tf.math.multiply(v29, v23)
+    v31 = tf.math.add(v30, 8.118952329709979e-37)
+    v32 = tf.math.multiply(v31, v23)
+    v33 = tf.math.add(v32, 6.090275193710079e-35)
+    v34 = tf.math.multiply(v33, v23)
+    v35 = tf.math.add(v34, 1.868621699784517e-33)
+    v36 = tf.math.multiply(v35, v23)
+    v37 = tf.math.add(v36, 4.619914040303249e-32)
+    v38 = tf.math.multiply(v37, v23)
+    v39 = tf.math.add(v38, 1.0301406366351367e-30)
+    v40 = tf.math.multiply(v39, v23)
+    v41 = tf.math.add(v40, 2.1573606989915092e-29)
+    v42 = tf.math.multiply(v41, v23)
+    v43 = tf.math.add(v42, 4.325827240919653e-28)
+    v44 = tf.math.multiply(v43, v23)
+    v45 = tf.math.add(v44, 8.393519080277533e-27)
+    v46 = tf.math.multiply(v45, v23)
+    v47 = tf.math.add(v46, 1.5861273321458674e-25)
+    v48 = tf.math.multiply(v47, v23)
+    v49 = tf.math.add(v48, 2.931203780154208e-24)
+    v50 = tf.math.multiply(v49, v23)
+    v51 = tf.math.add(v50, 5.312090484999362e-23)
+    v52 = tf.math.multiply(v51, v23)
+    v53 = tf.math.add(v52, 9.45817225745475e-22)
+    v54 = tf.math.multiply(v53, v23)
+    v55 = tf.math.add(v54, 1.656585424381162e-20)
+    v56 = tf.math.multiply(v55, v23)
+    v57 = tf.math.add(v56, 2.856460132614442e-19)
+    v58 = tf.math.multiply(v57, v23)
+    v59 = tf.math.add(v58, 4.8510129826973395e-18)
+    v60 = tf.math.multiply(v59, v23)
+    v61 = tf.math.add(v60, 8.114614604805423e-17)
+    v62 = tf.math.multiply(v61, v23)
+    v63 = tf.math.add(v62, 1.33671757373391e-15)
+    v64 = tf.math.multiply(v63, v23)
+    v65 = tf.math.add(v64, 2.167243619227975e-14)
+    v66 = tf.math.multiply(v65, v23)
+    v67 = tf.math.add(v66, 3.455113466576369e-13)
+    v68 = tf.math.multiply(v67, v23)
+    v69 = tf.math.add(v68, 5.4085056161044495e-12)
+    v70 = tf.math.multiply(v69, v23)
+    v71 = tf.math.add(v70, 8.295250800646445e-11)
+    v72 = tf.math.multiply(v71, v23)
+    v73 = tf.math.add(v72, 1.242678028344605e-09)
+    v74 = tf.math.multiply(v73, v23)
+    v75 = tf.math.add(v74, 1.8097279549223117e-08)
+    v76 = tf.math.multiply(v75, v23)
+    v77 = tf.math.add(v76, 2.5430835911355174e-07)
+    v78 = tf.math.multiply(v77, v23)
+    v79 = tf.math.add(v78, 3.405158924649451e-06)
+    v80 = tf.math.multiply(v79, v23)
+    v81 = tf.math.add(v80, 4.242875229720676e-05)
+    v82 = tf.math.multiply(v81, v23)
+    v83 = tf.math.add(v82, 0.00046645373911294275)
+    v84 = tf.math.multiply(v83, v23)
+    v85 = tf.math.subtract(v84, 0.9961824376298212)
+    v86 = tf.clip_by_value(x, -10.13, -3.617268801)
+    v87 = tf.math.add(v86, 6.9)
+    v88 = tf.math.multiply(v87, 5.7965632228357285e-31)
+    v89 = tf.math.add(v88, 6.535734159423947e-30)
+    v90 = tf.math.multiply(v89, v87)
+    v91 = tf.math.add(v90, 6.503405784619829e-29)
+    v92 = tf.math.multiply(v91, v87)
+    v93 = tf.math.add(v92, 5.854910643887849e-28)
+    v94 = tf.math.multiply(v93, v87)
+    v95 = tf.math.add(v94, 4.776024300936481e-27)
+    v96 = tf.math.multiply(v95, v87)
+    v97 = tf.math.add(v96, 3.458352610760923e-26)
+    v98 = tf.math.multiply(v97, v87)
+    v99 = tf.math.add(v98, 2.078867914062952e-25)
+    v100 = tf.math.multiply(v99, v87)
+    v101 = tf.math.add(v100, 7.849224079691905e-25)
+    v102 = tf.math.multiply(v101, v87)
+    v103 = tf.math.subtract(v102, 3.147522995574712e-24)
+    v104 = tf.math.multiply(v103, v87)
+    v105 = tf.math.subtract(v104, 1.1532748291227545e-22)
+    v106 = tf.math.multiply(v105, v87)
+    v107 = tf.math.subtract(v106, 1.703857586904485e-21)
+    v108 = tf.math.multiply(v107, v87)
+    v109 = tf.math.subtract(v108, 1.974229864460113e-20)
+    v110 = tf.math.multiply(v109, v87)
+    v111 = tf.math.subtract(v110, 1.9985911000509453e-19)
+    v112 = tf.math.multiply(v111, v87)
+    v113 = tf.math.subtract(v112, 1.8284490314178556e-18)
+    v114 = tf.math.multiply(v113, v87)
+    v115 = tf.math.subtract(v114, 1.5235528867976706e-17)
+    v116 = tf.math.multiply(v115, v87)
+    v117 = tf.math.subtract(v116, 1.143881479895073e-16)
+    v118 = tf.math.multiply(v117, v87)
+    v119 = tf.math.subtract(v118, 7.433373551081466e-16)
+    v120 = tf.math.multiply(v119, v87)
+    v121 = tf.math.subtract(v120, 3.654764991346798e-15)
+    v122 = tf.math.multiply(v121, v87)
+    v123 = tf.math.subtract(v122, 4.130752686479856e-15)
+    v124 = tf.math.multiply(v123, v87)
+    v125 = tf.math.add(v124, 2.1104634974820295e-13)
+    v126 = tf.math.multiply(v125, v87)
+    v127 = tf.math.add(v126, 3.851974877419173e-12)
+    v128 = tf.math.multiply(v127, v87)
+    v129 = tf.math.add(v128, 4.8432120076934844e-11)
+    v130 = tf.math.multiply(v129, v87)
+    v131 = tf.math.add(v130, 5.184422217956559e-10)
+    v132 = tf.math.multiply(v131, v87)
+    v133 = tf.math.add(v132, 5.0161809122397094e-09)
+    v134 = tf.math.multiply(v133, v87)
+    v135 = tf.math.add(v134, 4.4937020115704754e-08)
+    v136 = tf.math.multiply(v135, v87)
+    v137 = tf.math.add(v136, 3.7660257477654106e-07)
+    v138 = tf.math.multiply(v137, v87)
+    v139 = tf.math.add(v138, 2.9613297326209143e-06)
+    v140 = tf.math.multiply(v139, v87)
+    v141 = tf.math.add(v140, 2.178561844826946e-05)
+    v142 = tf.math.multiply(v141, v87)
+    v143 = tf.math.add(v142, 0.00014847638953510727)
+    v144 = tf.math.multiply(v143, v87)
+    v145 = tf.math.add(v144, 0.0009169022274946467)
+    v146 = tf.math.multiply(v145, v87)
+    v147 = tf.math.add(v146, 0.0048675515020547054)
+    v148 = tf.math.multiply(v147, v87)
+    v149 = tf.math.subtract(v148, 0.9812603558483785)
+    v150 = tf.clip_by_value(x, -3.617268801, -1.20551956)
+    v151 = tf.math.multiply(v150, 0.7071067811865476)
+    v152 = tf.math.negative(v151)
+    v153 = tf.clip_by_value(v152, -27.0, 3.0)
+    v154 = tf.math.multiply(v153, 256.0)
+    v155 = tf.math.round(v154)
+    v156 = tf.math.truediv(v155, 256.0)
+    v157 = tf.math.subtract(v153, v156)
+    v158 = tf.math.add(v153, v156)
+    v159 = tf.math.multiply(v157, v158)
+    v160 = tf.math.square(v156)
+    v161 = tf.math.exp(v160)
+    v162 = tf.math.exp(v159)
+    v163 = tf.math.multiply(v161, v162)
+    v164 = tf.math.erfc(v153)
+    v165 = tf.math.multiply(v163, v164)
+    v166 = tf.math.maximum(v152, 3.0)
+    v167 = 15.0 / v166
+    v168 = tf.math.add(v166, v167)
+    v169 = 14.5 / v168
+    v170 = tf.math.add(v166, v169)
+    v171 = 14.0 / v170
+    v172 = tf.math.add(v166, v171)
+    v173 = 13.5 / v172
+    v174 = tf.math.add(v166, v173)
+    v175 = 13.0 / v174
+    v176 = tf.math.add(v166, v175)
+    v177 = 12.5 / v176
+    v178 = tf.math.add(v166, v177)
+    v179 = 12.0 / v178
+    v180 = tf.math.add(v166, v179)
+    v181 = 11.5 / v180
+    v182 = tf.math.add(v166, v181)
+    v183 = 11.0 / v182
+    v184 = tf.math.add(v166, v183)
+    v185 = 10.5 / v184
+    v186 = tf.math.add(v166, v185)
+    v187 = 10.0 / v186
+    v188 = tf.math.add(v166, v187)
+    v189 = 9.5 / v188
+    v190 = tf.math.add(v166, v189)
+    v191 = 9.0 / v190
+    v192 = tf.math.add(v166, v191)
+    v193 = 8.5 / v192
+    v194 = tf.math.add(v166, v193)
+    v195 = 8.0 / v194
+    v196 = tf.math.add(v166, v195)
+    v197 = 7.5 / v196
+    v198 = tf.math.add(v166, v197)
+    v199 = 7.0 / v198
+    v200 = tf.math.add(v166, v199)
+    v201 = 6.5 / v200
+    v202 = tf.math.add(v166, v201)
+    v203 = 6.0 / v202
+    v204 = tf.math.add(v166, v203)
+    v205 = 5.5 / v204
+    v206 = tf.math.add(v166, v205)
+    v207 = 5.0 / v206
+    v208 = tf.math.add(v166, v207)
+    v209 = 4.5 / v208
+    v210 = tf.math.add(v166, v209)
+    v211 = 4.0 / v210
+    v212 = tf.math.add(v166, v211)
+    v213 = 3.5 / v212
+    v214 = tf.math.add(v166, v213)
+    v215 = 3.0 / v214
+    v216 = tf.math.add(v166, v215)
+    v217 = 2.5 / v216
+    v218 = tf.math.add(v166, v217)
+    v219 = 2.0 / v218
+    v220 = tf.math.add(v166, v219)
+    v221 = 1.5 / v220
+    v222 = tf.math.add(v166, v221)
+    v223 = -1.0 / tf.math.negative(v222)
+    v224 = tf.math.add(v166, v223)
+    v225 = 0.5 / v224
+    v226 = tf.math.add(v166, v225)
+    v227 = 0.5641895835477563 / v226
+    v228 = tf.where(tf.math.greater_equal(v152, 3.0), v227, v165)
+    v229 = tf.math.square(v228)
+    v230 = 0.6366197723675814 / v229
+    v231 = tf.math.negative(v230)
+    v232 = tf.math.multiply(v150, 0.7978845608028654)
+    v233 = tf.math.truediv(v232, v228)
+    v234 = tf.math.subtract(v231, v233)
+    v235 = tf.math.minimum(x, x.dtype.max)
+    v236 = tf.math.maximum(v235, -1.20551956)
+    v237 = tf.math.square(v236)
+    v238 = tf.math.negative(v237)
+    v239 = tf.math.exp(v238)
+    v240 = tf.math.multiply(v239, 0.6366197723675814)
+    v241 = tf.math.multiply(v236, 0.7071067811865476)
+    v242 = tf.math.negative(v241)
+    v243 = tf.math.erfc(v242)
+    v244 = tf.math.square(v243)
+    v245 = tf.math.truediv(v240, v244)
+    v246 = tf.math.negative(v245)
+    v247 = tf.math.multiply(v236, 0.7978845608028654)
+    v248 = tf.math.multiply(v237, 0.5)
+    v249 = tf.math.negative(v248)
+    v250 = tf.math.exp(v249)
+    v251 = tf.math.multiply(v247, v250)
+    v252 = tf.math.truediv(v251, v243)
+    v253 = tf.math.subtract(v246, v252)
+    v254 = tf.where(tf.math.greater_equal(x, float("inf")), tf.constant(0.0, x.dtype), v253)
+    v255 = tf.where(tf.math.less(x, -1.20551956), v234, v254)
+    v256 = tf.where(tf.math.less(x, -3.617268801), v149, v255)
+    v257 = tf.where(tf.math.less(x, -10.13), v85, v256)
+    d_xx = tf.where(tf.math.less(x, -22.64847), v21, v257)
     return d_xx
 
 

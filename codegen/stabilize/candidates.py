@@ -17,6 +17,7 @@ from codegen.judge.numeric import rewritten_under_xla
 from codegen.lower import lower
 from codegen.stabilize.conjugates import conjugate_forms
 from codegen.stabilize.gamma import gamma_difference_forms
+from codegen.stabilize.logs import log_ratio_forms
 from codegen.stabilize.powers import power_difference_forms
 from codegen.stabilize.products import (
     absorbed_forms,
@@ -24,6 +25,7 @@ from codegen.stabilize.products import (
     ratio_forms,
     reciprocal_forms,
     spread_forms,
+    squares_as_hypot,
 )
 from codegen.stabilize.rules import apply_rules, split_constant
 from codegen.timebound import (  # noqa: F401 - re-exported
@@ -255,6 +257,7 @@ def candidates(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[str, sp
         raw += [(f"{label}+{name}", form) for name, form in spread_forms(variant)]
         raw += [(f"{label}+{name}", form) for name, form in ratio_forms(variant)]
         raw += [(f"{label}+{name}", form) for name, form in gamma_difference_forms(variant)]
+        raw += [(f"{label}+{name}", form) for name, form in log_ratio_forms(variant)]
         for name, form in power_difference_forms(variant):
             raw.append((f"{label}+{name}", form))
             raw += [(f"{label}+{name}+{more}", f) for more, f in spread_forms(form, True)]
@@ -285,8 +288,15 @@ def series_candidates(expr: sp.Expr, arg: sp.Symbol) -> list[tuple[str, sp.Expr]
 
 
 def _hypot_version(label: str, form: sp.Expr) -> list[tuple[str, sp.Expr]]:
+    """`form` with rules applied, then its powers of hypot with bounded ratios; and with its
+    sums of two squares as hypot**2, bare and with ratios."""
     rewritten, _ = apply_rules(form)
-    return [(f"{label}+rules+{name}", version) for name, version in hypot_forms(rewritten)]
+    out = [(f"{label}+rules+{name}", version) for name, version in hypot_forms(rewritten)]
+    squares = squares_as_hypot(rewritten)
+    if squares != rewritten:
+        out.append((f"{label}+rules+hypot of squares", squares))
+        out += [(f"{label}+hypot of squares+{n}", f) for n, f in hypot_forms(squares)]
+    return out
 
 
 def _xla_safe_version(label: str, form: sp.Expr, args) -> list[tuple[str, sp.Expr]]:

@@ -5,7 +5,8 @@ was), each the same function with its products grouped so that near the ends of 
 range no partial product leaves the range where the whole does not:
 
 - `absorbed_forms`: c*F*exp(u) as sign(c*F)*exp(u + log|c*F|);
-- `hypot_forms`: powers of hypot(a, b) with the bounded ratios a/hypot, b/hypot;
+- `hypot_forms`: powers of hypot(a, b) with the bounded ratios a/hypot, b/hypot (sums of
+  two squares first written as hypot(a, b)**2 by `squares_as_hypot`);
 - `reciprocal_forms`: b**-k as (1/b)**k;
 - `spread_forms`: c*b**k multiplied out one factor at a time;
 - `ratio_forms`: a**k/b**k as (a/b)**k.
@@ -103,6 +104,28 @@ def hypot_forms(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
         if form != expr:
             out.append((label, form))
     return out
+
+
+def _two_squares(node: sp.Expr) -> tuple[sp.Expr, sp.Expr] | None:
+    """(a, b) where `node` is a**2 + b**2 (neither a number), else None."""
+    if not node.is_Add or len(node.args) != 2:
+        return None
+    pairs = [term.as_base_exp() for term in node.args]
+    if any(e != 2 or b.is_number for b, e in pairs):
+        return None
+    return pairs[0][0], pairs[1][0]
+
+
+def squares_as_hypot(expr: sp.Expr) -> sp.Expr:
+    """Each sum a**2 + b**2 as hypot(a, b)**2: 1/(x**2 + y**2) overflows and log(x**2 + y**2)
+    is inf past 1e154, where 1/hypot(x, y)**2 and 2*log(hypot(x, y)) are not."""
+    squares = expr.replace(
+        lambda n: _two_squares(n) is not None, lambda n: hypot(*_two_squares(n)) ** 2
+    )
+    return squares.replace(  # log(hypot**2) as 2*log(hypot): hypot >= 0
+        lambda n: n.func is sp.log and n.args[0].is_Pow and n.args[0].base.func is hypot,
+        lambda n: n.args[0].exp * sp.log(n.args[0].base),
+    )
 
 
 def reciprocal_forms(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:

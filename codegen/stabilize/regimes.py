@@ -121,13 +121,50 @@ def _split(lo: float, hi: float) -> tuple[float, bool]:
     return bound, False
 
 
+def useful_labels(ranked, bits: dict, points: dict, most: int = 0) -> list[str]:
+    """The first `most` (default `MAX_FORMS`) of `ranked` that no earlier one dominates: a
+    form at least as costly at every point as one already in could never win a piece, and
+    near-copies of one form (its hypot and reciprocal versions) would crowd out the forms
+    that do."""
+    most = most or MAX_FORMS
+    labels, costs = [], []
+    for candidate in ranked:
+        cost = np.concatenate([_cost(bits[candidate.label][d]) for d in points])
+        if any((cost >= other).all() for other in costs):
+            continue
+        labels.append(candidate.label)
+        costs.append(cost)
+        if len(labels) == most:
+            break
+    return labels
+
+
+def complementary_labels(ranked, bits: dict, points: dict, most: int) -> list[str]:
+    """Up to `most` labels, greedily: the best ranked first, then each time the form that
+    lowers the summed cost of the best form per point the most (none once no form lowers
+    it): forms that are accurate where the others are not, not near-copies of one form."""
+    costs = {c.label: np.concatenate([_cost(bits[c.label][d]) for d in points]) for c in ranked}
+    if not costs:
+        return []
+    labels = [ranked[0].label]
+    floor = costs[labels[0]]
+    while len(labels) < most:
+        gains = {k: float(np.sum(floor - np.minimum(floor, v))) for k, v in costs.items()}
+        label = max((k for k in costs if k not in labels), key=lambda k: gains[k], default=None)
+        if label is None or gains[label] <= 0:
+            break
+        labels.append(label)
+        floor = np.minimum(floor, costs[label])
+    return labels
+
+
 def best_regimes(tried, bits: dict, points: dict, arg, column: int = 0) -> RegimeChoice | None:
     """The best piecewise combination of the measured candidates, split on `arg` (the points'
     `column`), or None."""
     ranked = sorted(tried, key=lambda c: sum(np.nansum(bits[c.label][d]) for d in points))
-    labels = [c.label for c in ranked[:MAX_FORMS]]
+    labels = useful_labels(ranked, bits, points)
     # Series are accurate only near their point, so their totals rank them last: all join.
-    labels += [c.label for c in ranked[MAX_FORMS:] if c.label.startswith("series")]
+    labels += [c.label for c in ranked if c.label.startswith("series") and c.label not in labels]
     forms = {c.label: c.form for c in ranked}
     x, cost = _merged(bits, points, labels, column)
     pieces = _split_points(MAX_PIECES, x, cost)

@@ -24,9 +24,7 @@ from codegen.derive import Derivatives, DeriveError, Partial
 from codegen.front.spec import Spec
 from codegen.judge import accuracy
 from codegen.lower import op_count
-from codegen.stabilize.asymptotic import asymptotic_forms
-from codegen.stabilize.candidates import candidates, series_candidates
-from codegen.stabilize.compensated import compensated
+from codegen.stabilize.candidates import candidates
 from codegen.stabilize.limits import clear_limits, with_limits
 from codegen.stabilize.measuring import (
     Candidate,
@@ -40,8 +38,20 @@ from codegen.stabilize.measuring import (
 )
 from codegen.stabilize.per_dtype import dtype_regimes, split
 from codegen.stabilize.piecewise import choose_pieces
-from codegen.stabilize.regimes import best_regimes, needs_regimes, outside_domain, regime_columns
-from codegen.stabilize.squares import square_split
+from codegen.stabilize.refinements import (
+    compensated_forms,
+    local_series,
+    lowers,
+    scaled_forms,
+    series_forms_at,
+    term_forms,
+)
+from codegen.stabilize.regimes import (
+    best_regimes,
+    needs_regimes,
+    outside_domain,
+    regime_columns,
+)
 from codegen.timebound import work_budget
 
 SAMPLES = 2000  # the points `hogen verify` scores by default (docs/design.md: a fixed seed)
@@ -99,8 +109,8 @@ def valid_candidates(spec: Spec, partial: Partial) -> list[tuple[str, object]]:
     out = []
     for label, form in candidates(partial.expr.xreplace(known), args):
         form = form.xreplace(back)
-        lowers = not known or _lowers(form)  # only forms written under assumptions may not
-        if form == partial.expr or (lowers and _valid(form, partial.expr, spec, known)):
+        lowered = not known or lowers(form)  # only forms written under assumptions may not
+        if form == partial.expr or (lowered and _valid(form, partial.expr, spec, known)):
             out.append((label, form))
     return out if out and out[0][0] == "sympy" else [("sympy", partial.expr), *out]
 
@@ -111,16 +121,6 @@ def _valid(form, exact: sp.Expr, spec: Spec, known: dict) -> bool:
     if _checked_equal(form, exact, spec):
         return True
     return bool(known) and _checked_equal(form, exact, spec, in_domain=True)
-
-
-def _lowers(form: sp.Expr) -> bool:
-    """Whether `form` lowers: one written under the domain's assumptions may not once they
-    are gone (sign(sqrt(eps)) makes SymPy evaluate a complex hypot)."""
-    try:
-        op_count(form)
-    except Exception:  # noqa: BLE001 - SymPy raises many kinds evaluating such forms
-        return False
-    return True
 
 
 def _domain_symbols(spec: Spec) -> dict[sp.Symbol, sp.Symbol]:
@@ -140,29 +140,6 @@ def _checked_equal(form, exact: sp.Expr, spec: Spec, in_domain: bool = False) ->
         return False
 
 
-@functools.lru_cache(maxsize=64)  # both passes of a promoted op need the same series
-def _series(expr: sp.Expr, arg: sp.Symbol, domain) -> tuple[tuple[str, sp.Expr], ...]:
-    """Series candidates at 0 and at the domain's infinite ends (approximations, kept only
-    where they measure well), computed only when the closed forms need regimes: SymPy series
-    are most of a build's time."""
-    forms = (*series_candidates(expr, arg), *asymptotic_forms(expr, arg, domain))
-    return tuple((label, form) for label, form in forms if _lowers(form))  # no complex constants
-
-
-MAX_TERMS = 6  # sums with more terms get no one-term candidates
-
-
-def _term_forms(expr: sp.Expr, arg: sp.Symbol) -> tuple[tuple[str, sp.Expr], ...]:
-    """Each term of a sum that varies with `arg`, alone: where one term dominates the rest
-    (exp(r) in exp(r) - k*r + lgamma(k + 1) at large r) it is the sum as rounded, and it
-    stays finite where the others overflow into inf - inf. Approximations, like series:
-    `regimes` uses one only where it measured accurate."""
-    if not expr.is_Add or len(expr.args) > MAX_TERMS:
-        return ()
-    terms = sorted(expr.args, key=sp.default_sort_key)
-    return tuple((f"series term<{i}>", t) for i, t in enumerate(terms) if arg in t.free_symbols)
-
-
 def _best(spec: Spec, partial: Partial, samples: Samples, forms, promoted: bool):
     """(best candidate, every candidate measured), with regimes where no single form keeps
     the promise with a margin: on the one arg the partial depends on (with series there), or
@@ -173,7 +150,12 @@ def _best(spec: Spec, partial: Partial, samples: Samples, forms, promoted: bool)
         tried.append(candidate)
     best = min(tried, key=Candidate.rank)
     if needs_regimes(best, MARGIN_BITS):
-        for label, form in _compensated_forms(tried, spec.arg_symbols):
+        for label, form in compensated_forms(tried, spec.arg_symbols):
+            candidate, bits[label] = measured(label, form, spec, samples, promoted)
+            tried.append(candidate)
+        best = min(tried, key=Candidate.rank)
+    if needs_regimes(best, MARGIN_BITS) and len(spec.args) > 1:
+        for label, form in scaled_forms(tried, bits, samples, spec.arg_symbols):
             candidate, bits[label] = measured(label, form, spec, samples, promoted)
             tried.append(candidate)
         best = min(tried, key=Candidate.rank)
@@ -185,33 +167,6 @@ def _best(spec: Spec, partial: Partial, samples: Samples, forms, promoted: bool)
             split_on = Split(column, len(columns) == 1, with_series)
             best = _with_regimes(spec, partial, samples, (tried, bits), best, split_on, promoted)
     return best, tuple(tried)
-
-
-COMPENSATED_TRIES = 4  # the best forms measured that get a compensated version
-
-
-def _compensated_forms(tried, args) -> list[tuple[str, sp.Expr]]:
-    """The best measured closed forms without the rounding errors a form can avoid: with
-    each exp(c*u**2) split so u**2 is exact (`square_split`), with each rounded sum of two
-    args corrected to first order (`compensated`), and with both."""
-    out, used = [], 0
-    for candidate in sorted(tried, key=Candidate.rank):
-        if not isinstance(candidate.form, sp.Expr):
-            continue
-        found = _error_free_versions(candidate.form, args)
-        out += [(f"{candidate.label}+{label}", version) for label, version in found]
-        used += bool(found)
-        if used == COMPENSATED_TRIES:
-            break
-    return out
-
-
-def _error_free_versions(form: sp.Expr, args) -> list[tuple[str, sp.Expr]]:
-    split = square_split(form)
-    versions = [("exact squares", split), ("compensated", compensated(form, args))]
-    if split is not None:
-        versions.append(("exact squares+compensated", compensated(split, args)))
-    return [(label, version) for label, version in versions if version is not None]
 
 
 @dataclass(frozen=True)
@@ -226,8 +181,11 @@ def _with_regimes(spec, partial, samples, measured_so_far, best, split_on: Split
     tried, bits = measured_so_far
     column = split_on.column
     arg, domain = spec.arg_symbols[column], spec.domain[column]
-    series = _series(partial.expr, arg, domain) if split_on.with_series else ()
-    for label, form in (*series, *_term_forms(partial.expr, arg)):
+    with_series = split_on.with_series
+    series = series_forms_at(partial.expr, arg, domain) if with_series else ()
+    alone = split_on.alone and with_series  # interior points of one arg's whole range
+    local = local_series(partial.expr, arg, best, bits, samples, column) if alone else ()
+    for label, form in (*series, *local, *term_forms(partial.expr, arg)):
         candidate, bits[label] = measured(label, form, spec, samples, promoted)
         tried.append(candidate)
     plain = [c for c in tried if c.label in bits]  # regimes are not nested in regimes
@@ -328,7 +286,7 @@ def stabilize(derivatives: Derivatives) -> StableForms:
     Series and expansions share one budget of CPU time, limits another; what they found is
     kept for this build only, so no build's result depends on the builds before it.
     """
-    _series.cache_clear()
+    series_forms_at.cache_clear()
     clear_limits()
     with work_budget(series=SERIES_BUDGET_SECONDS, limits=LIMITS_BUDGET_SECONDS):
         return _stabilized(derivatives)

@@ -1,0 +1,123 @@
+"""Forms offered after a first measurement: versions of the best forms, series for regimes.
+
+In: a partial's measured candidates (`Candidate`s and their per-point bits) and the spec's
+args. Out: more `(label, form)` candidates for `selection` to measure:
+
+- `compensated_forms`: the best forms with exact squares inside exp and compensated sums;
+- `scaled_forms`: the best forms (and those accurate where they are not) at scaled args,
+  where homogeneous;
+- `series_forms_at`: Taylor series at 0 and expansions at the domain's infinite ends;
+- `local_series`: Taylor polynomials about points inside the range where the best fails;
+- `term_forms`: each term of a sum alone, for where it dominates.
+
+`lowers` says whether a form lowers at all (one written under assumptions may not).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import sympy as sp
+
+from codegen.lower import op_count
+from codegen.stabilize.asymptotic import asymptotic_forms
+from codegen.stabilize.candidates import series_candidates
+from codegen.stabilize.compensated import compensated
+from codegen.stabilize.homogeneous import homogeneous_forms
+from codegen.stabilize.local_series import local_series_forms
+from codegen.stabilize.measuring import Candidate, Samples
+from codegen.stabilize.regimes import complementary_labels
+from codegen.stabilize.squares import square_split
+
+
+def lowers(form: sp.Expr) -> bool:
+    """Whether `form` lowers: one written under the domain's assumptions may not once they
+    are gone (sign(sqrt(eps)) makes SymPy evaluate a complex hypot)."""
+    try:
+        op_count(form)
+    except Exception:  # noqa: BLE001 - SymPy raises many kinds evaluating such forms
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=64)  # both passes of a promoted op need the same series
+def series_forms_at(expr: sp.Expr, arg: sp.Symbol, domain) -> tuple[tuple[str, sp.Expr], ...]:
+    """Series candidates at 0 and at the domain's infinite ends (approximations, kept only
+    where they measure well), computed only when the closed forms need regimes: SymPy series
+    are most of a build's time."""
+    forms = (*series_candidates(expr, arg), *asymptotic_forms(expr, arg, domain))
+    return tuple((label, form) for label, form in forms if lowers(form))  # no complex constants
+
+
+MAX_TERMS = 6  # sums with more terms get no one-term candidates
+
+
+def term_forms(expr: sp.Expr, arg: sp.Symbol) -> tuple[tuple[str, sp.Expr], ...]:
+    """Each term of a sum that varies with `arg`, alone: where one term dominates the rest
+    (exp(r) in exp(r) - k*r + lgamma(k + 1) at large r) it is the sum as rounded, and it
+    stays finite where the others overflow into inf - inf. Approximations, like series:
+    `regimes` uses one only where it measured accurate."""
+    if not expr.is_Add or len(expr.args) > MAX_TERMS:
+        return ()
+    terms = sorted(expr.args, key=sp.default_sort_key)
+    return tuple((f"series term<{i}>", t) for i, t in enumerate(terms) if arg in t.free_symbols)
+
+
+COMPENSATED_TRIES = 4  # the best forms measured that get a compensated version
+
+
+def compensated_forms(tried, args) -> list[tuple[str, sp.Expr]]:
+    """The best measured closed forms without the rounding errors a form can avoid: with
+    each exp(c*u**2) split so u**2 is exact (`square_split`), with each rounded sum of two
+    args corrected to first order (`compensated`), and with both."""
+    out, used = [], 0
+    for candidate in sorted(tried, key=Candidate.rank):
+        if not isinstance(candidate.form, sp.Expr):
+            continue
+        found = _error_free_versions(candidate.form, args)
+        out += [(f"{candidate.label}+{label}", version) for label, version in found]
+        used += bool(found)
+        if used == COMPENSATED_TRIES:
+            break
+    return out
+
+
+SCALED_TRIES = 6  # the best forms measured that get versions at scaled args
+
+
+def scaled_forms(tried, bits: dict, samples: Samples, args) -> list[tuple[str, sp.Expr]]:
+    """The best measured closed forms, where homogeneous, computed at args scaled into
+    [-1, 1] (`homogeneous`): the best, and those accurate where it is not
+    (`complementary_labels`; versions of one form would crowd out the others)."""
+    closed = [c for c in tried if isinstance(c.form, sp.Expr) and c.label in bits]
+    ranked = sorted(closed, key=Candidate.rank)
+    labels = complementary_labels(ranked, bits, samples.points, SCALED_TRIES)
+    out = []
+    for candidate in (c for c in ranked if c.label in labels):
+        found = homogeneous_forms(candidate.form, args)
+        out += [(f"{candidate.label}+{label}", form) for label, form in found]
+    return out
+
+
+def _error_free_versions(form: sp.Expr, args) -> list[tuple[str, sp.Expr]]:
+    split = square_split(form)
+    versions = [("exact squares", split), ("compensated", compensated(form, args))]
+    if split is not None:
+        versions.append(("exact squares+compensated", compensated(split, args)))
+    return [(label, version) for label, version in versions if version is not None]
+
+
+LOCAL_SERIES_BITS = 4.0  # points of the best form this far off ask for local series
+
+
+def local_series(expr, arg, best: Candidate, bits: dict, samples: Samples, column: int):
+    """Taylor polynomials about points inside the arg's range where the best form is more
+    than `LOCAL_SERIES_BITS` off (`local_series`)."""
+    if best.label not in bits:
+        return ()
+    off = [
+        samples.points[dtype][bits[best.label][dtype] > LOCAL_SERIES_BITS, column]
+        for dtype in samples.points
+    ]
+    return tuple(local_series_forms(expr, arg, np.concatenate(off).astype(np.float64)))

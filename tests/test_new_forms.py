@@ -1,0 +1,113 @@
+"""Candidate forms added for issue 13: log differences as log1p, homogeneous functions at
+scaled args, sums of two squares as hypot, Taylor polynomials about interior points.
+
+Each is checked against exact values (mpmath at 50 digits), in float64 where the naive form
+overflows, underflows or cancels.
+"""
+
+from __future__ import annotations
+
+import math
+
+import mpmath
+import numpy as np
+import sympy as sp
+from sympy.codegen.cfunctions import log1p
+
+from codegen.judge.accuracy import bits_error
+from codegen.judge.numeric import run
+from codegen.lower import lower
+from codegen.stabilize.homogeneous import homogeneous_degree, homogeneous_forms
+from codegen.stabilize.local_series import centers, local_series_forms
+from codegen.stabilize.logs import log_ratio_forms
+from codegen.stabilize.products import squares_as_hypot
+
+x, y = sp.symbols("x y", real=True)
+mpmath.mp.dps = 50
+
+
+def _float64(form: sp.Expr, args, rows: np.ndarray) -> np.ndarray:
+    program = lower([form], {a: a.name for a in args})
+    inputs = {a.name: rows[:, i].astype(np.float64) for i, a in enumerate(args)}
+    return run(program, inputs, "float64")[0]
+
+
+def _bits(got: np.ndarray, exact: list[float]) -> np.ndarray:
+    return bits_error(np.asarray(got), np.array(exact, dtype=np.float64), "float64")
+
+
+def test_log_difference_becomes_log1p_of_the_cancelled_ratio():
+    forms = dict(log_ratio_forms(sp.log(x + y) - sp.log(x)))
+    assert forms["log ratio"] == log1p(y / x)
+    rows = np.array([[1.0, 1e-12], [3.0, -2e-9], [1e300, 1e290]])
+    exact = [float(mpmath.log1p(mpmath.mpf(b) / mpmath.mpf(a))) for a, b in rows]
+    assert _bits(_float64(forms["log ratio"], (x, y), rows), exact).max() <= 1.0
+    naive = _float64(sp.log(x + y) - sp.log(x), (x, y), rows)
+    assert _bits(naive, exact).max() > 10  # the difference of logs cancels
+
+
+def test_log1p_of_a_large_square_stays_finite():
+    forms = dict(log_ratio_forms(sp.log(x**2 + y**2) - 2 * sp.log(sp.Abs(x))))
+    form = forms["log ratio+paired powers+large powers"]
+    # y/x must be a float: past it (1e300/1e-300) 2*log(hypot(x, y)) - 2*log(x) is the form
+    rows = np.array([[1.0, 1e-9], [1e-200, 1e100], [2.0, 3.0], [1e-10, 1e290]])
+    exact = [float(mpmath.log1p((mpmath.mpf(b) / mpmath.mpf(a)) ** 2)) for a, b in rows]
+    assert _bits(_float64(form, (x, y), rows), exact).max() <= 2.0
+
+
+def test_homogeneous_degree_of_rational_and_root_forms():
+    assert homogeneous_degree(x / (x**2 + y**2), (x, y)) == -1
+    assert homogeneous_degree(sp.sqrt(x**2 + y**2) - x, (x, y)) == 1
+    assert homogeneous_degree(1 - x / sp.sqrt(x**2 + y**2), (x, y)) == 0
+    assert homogeneous_degree(sp.sqrt(x * y), (x, y)) == 1
+    assert homogeneous_degree(x + y**2, (x, y)) is None
+    assert homogeneous_degree(sp.exp(x) * y, (x, y)) is None
+    assert homogeneous_forms(x**2 / y, (x,)) == []  # one arg: nothing to scale
+
+
+def test_scaled_args_keep_a_rational_form_in_range():
+    f = 2 * y**2 * (3 * x**2 + y**2) / (x**2 * (x**2 + y**2) ** 2)
+    forms = dict(homogeneous_forms(f, (x, y)))
+    rows = np.array([[1e100, 3e99], [2e-120, 5e-120], [1.5, -0.25]])
+    exact = [
+        float(2 * b**2 * (3 * a**2 + b**2) / (a**2 * (a**2 + b**2) ** 2))
+        for a, b in (map(mpmath.mpf, r) for r in rows)
+    ]
+    assert _bits(_float64(forms["scaled args"], (x, y), rows), exact).max() <= 3.0
+    naive = _float64(f, (x, y), rows[:2])
+    assert (~np.isfinite(naive) | (naive == 0)).all()  # x**4 overflows, or underflows
+
+
+def test_two_squares_become_hypot_squared():
+    form = squares_as_hypot(2 * y / (x**2 + y**2) + sp.log(x**2 + y**2))
+    rows = np.array([[1e200, 3e199], [3.0, 4.0]])
+    exact = [
+        float(2 * b / (a**2 + b**2) + mpmath.log(a**2 + b**2))
+        for a, b in (map(mpmath.mpf, r) for r in rows)
+    ]
+    assert _bits(_float64(form, (x, y), rows), exact).max() <= 2.0
+
+
+def test_centers_are_simple_numbers_over_the_failing_range():
+    assert centers(np.array([3.0, 5.0, 7.0, 9.0, 11.0, 12.0])) == [3.9, 5.9, 8.8]
+    assert centers(np.array([-4.0, -5.0, 2.0])) == [-4.9]  # 4.02 * sqrt(1.5), the negative side
+    assert centers(np.array([0.0])) == []
+
+
+def test_local_series_compute_a_cancelling_tail_in_float64():
+    """f'' of exp(x**2/2)*erfc(x/sqrt(2)) is (1 + x**2)*f - x*sqrt(2/pi): it cancels x**4/2
+    fold near x = 8, where the polynomial about 8.8 keeps it to a few ulps."""
+    f = sp.exp(x**2 / 2) * sp.erfc(x / sp.sqrt(2))
+    f2 = sp.diff(f, x, 2)
+    forms = dict(local_series_forms(f2, x, np.array([3.0, 5.0, 7.0, 9.0, 11.0, 12.0])))
+    form = forms["series at 8.8<32>"]
+    points = np.linspace(7.0, 10.5, 15)
+
+    def exact_f2(v):
+        return mpmath.diff(lambda z: mpmath.exp(z**2 / 2) * mpmath.erfc(z / mpmath.sqrt(2)), v, 2)
+
+    exact = [float(exact_f2(mpmath.mpf(v))) for v in points]
+    assert _bits(_float64(form, (x,), points[:, None]), exact).max() <= 3.0
+    naive = _float64(f2, (x,), points[:, None])
+    assert _bits(naive, exact).max() > 8  # what the polynomial is for
+    assert math.isclose(exact[0], float(form.subs(x, 7.0).doit()), rel_tol=1e-13)
