@@ -17,6 +17,7 @@ from sympy.codegen.cfunctions import log1p
 from codegen.judge.accuracy import bits_error
 from codegen.judge.numeric import run
 from codegen.lower import lower
+from codegen.stabilize.candidates import _rules_version
 from codegen.stabilize.homogeneous import homogeneous_degree, homogeneous_forms
 from codegen.stabilize.local_series import centers, local_series_forms
 from codegen.stabilize.logs import log_ratio_forms
@@ -111,3 +112,21 @@ def test_local_series_compute_a_cancelling_tail_in_float64():
     naive = _float64(f2, (x,), points[:, None])
     assert _bits(naive, exact).max() > 8  # what the polynomial is for
     assert math.isclose(exact[0], float(form.subs(x, 7.0).doit()), rel_tol=1e-13)
+
+
+def test_rules_that_bring_an_exp_also_give_absorbed_products():
+    """a*(a - 1)*(1 + x)**(a - 2) at a = -1e200, x = 1e-60: a*(a - 1) overflows while the
+    power, exp(-1e140), underflows; absorbed into one exp it is 0, as the exact value is."""
+    a = sp.Symbol("a", real=True)
+    f = a * (a - 1) * (1 + x) ** (a - 2)
+    versions = dict(_rules_version("f", f))
+    absorbed = [form for label, form in versions.items() if "absorb" in label]
+    assert absorbed
+    rows = np.array([[1e-60, -1e200], [0.5, 3.0]])
+    exact = [
+        float(b * (b - 1) * mpmath.exp((b - 2) * mpmath.log1p(c)))  # 1 + 1e-60 is 1 in 50 digits
+        for c, b in (map(mpmath.mpf, r) for r in rows)
+    ]
+    got = _float64(absorbed[0], (x, a), rows)
+    assert _bits(got, exact).max() <= 3.0
+    assert np.isinf(_float64(f, (x, a), rows[:1])).all()  # as written: 1 + x rounds to 1

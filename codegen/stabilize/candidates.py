@@ -312,7 +312,14 @@ def _xla_safe_version(label: str, form: sp.Expr, args) -> list[tuple[str, sp.Exp
 
 
 def _rules_version(label: str, form: sp.Expr) -> list[tuple[str, sp.Expr]]:
+    """`form` with rules applied; where they brought the first exp ((1 + x)**(a - 2) as
+    exp((a - 2)*log1p(x))), also with its products absorbed into it: a*(a - 1) overflows
+    beside an exp that underflows, and inf * 0 is NaN."""
     rewritten, used = apply_rules(form)
     if not used:
         return []
-    return [(f"{label}+rules({','.join(used)})", rewritten)]
+    named = f"{label}+rules({','.join(used)})"
+    out = [(named, rewritten)]
+    if rewritten.has(sp.exp) and not form.has(sp.exp):
+        out += [(f"{named}+{name}", f) for name, f in absorbed_forms(rewritten)]
+    return out
