@@ -28,6 +28,7 @@ from codegen.composites import (
     lower_square_head,
 )
 from codegen.front.functions import by_class, hypot
+from codegen.front.rounding import opened
 from codegen.gamma_lowering import lower_gamma_difference
 from codegen.pieces import Pieces, free_symbols_of, lower_pieces
 
@@ -103,7 +104,7 @@ class _Builder:
 def _const(value: sp.Expr) -> float:
     """A number as a float; an UnevaluatedExpr inside it (which `sp.N` leaves alone) opened."""
     if value.has(sp.UnevaluatedExpr):
-        value = value.replace(lambda n: isinstance(n, sp.UnevaluatedExpr), lambda n: n.args[0])
+        value = opened(value)
     return float(sp.N(value, 30))
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from codegen.front.rounding import opened
 from codegen.judge import balls
 from codegen.timebound import SymPyTimeout, time_limit
 
@@ -135,10 +136,8 @@ def safe_point(exact: sp.Expr, symbols: tuple[sp.Symbol, ...]) -> tuple[float, .
     tries += list(itertools.islice(itertools.product(_SAFE_VALUES[:6], repeat=len(symbols)), 300))
     try:  # the search is bounded: a check can be long
         with time_limit(SAFE_POINT_SECONDS):
-            opened = exact.replace(  # guards against SymPy's evaluation leave no Derivative
-                lambda n: isinstance(n, sp.UnevaluatedExpr), lambda n: n.args[0]
-            )
-            checks = [c.subs(others) for c in (exact, *(sp.diff(opened, s) for s in symbols))]
+            plain = opened(exact)  # SymPy differentiates through guards: no Derivative left
+            checks = [c.subs(others) for c in (exact, *(sp.diff(plain, s) for s in symbols))]
             # a step (max's derivative) is finite wherever it is taken: 1 for the balls
             checks = [c.replace(sp.Heaviside, lambda *_: sp.S.One) for c in checks]
             programs = _ball_checks(checks, symbols)

@@ -2,7 +2,8 @@
 
 In: nothing. Out: SymPy function classes and their NumPy mirrors:
 `compensation(slope, a, b)` = slope * ((a + b) - fl(a + b)), and `square_head(u, limit)`, a head of
-u whose square is exact (`stabilize/squares.py`).
+u whose square is exact (`stabilize/squares.py`); and `opened`, a form without the
+UnevaluatedExpr guards that keep SymPy from regrouping what the form rounds.
 
 `compensation`: In exact arithmetic the error is 0, so a form written with
 it equals the derivative (the exact reference evaluates it as 0); in floating point it is
@@ -72,3 +73,9 @@ def square_head_values(u: np.ndarray, limit) -> np.ndarray:
     scale = u.dtype.type(SQUARE_HEAD_SCALE)
     with np.errstate(invalid="ignore"):
         return np.round(np.clip(u, -limit, limit) * scale) * (1 / scale)
+
+
+def opened(expr: sp.Expr) -> sp.Expr:
+    """`expr` with its UnevaluatedExpr guards removed: the same value, as SymPy writes it
+    (what `sp.N` evaluates and `sp.diff` differentiates through)."""
+    return expr.replace(lambda n: isinstance(n, sp.UnevaluatedExpr), lambda n: n.args[0])

@@ -15,7 +15,7 @@ from __future__ import annotations
 import sympy as sp
 
 from codegen.derive import in_grammar
-from codegen.front.rounding import compensation
+from codegen.front.rounding import compensation, opened
 
 
 def _power_of_two(c: sp.Expr) -> bool:
@@ -65,7 +65,7 @@ def compensated(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> sp.Expr | None:
     # sum of three terms); the correction is differentiated with its guards opened (SymPy
     # cannot differentiate through UnevaluatedExpr); it needs only a few correct bits
     named = expr.replace(lambda n: _base_sum(n, args) is not None, as_name)
-    in_sums = named.replace(lambda n: isinstance(n, sp.UnevaluatedExpr), lambda n: n.args[0])
+    in_sums = opened(named)
     back = {name: u for u, name in names.items()}
     try:
         slopes = [in_grammar(sp.diff(in_sums, names[u])).xreplace(back) for u in sums]

@@ -23,6 +23,7 @@ import random
 
 import sympy as sp
 
+from codegen.front.rounding import opened
 from codegen.stabilize.products import spread_forms
 from codegen.stabilize.rules import apply_rules
 from codegen.timebound import bounded
@@ -34,9 +35,8 @@ _DIGITS = 30
 
 
 def _value(expr: sp.Expr, args, point) -> complex | None:
-    opened = expr.replace(lambda n: isinstance(n, sp.UnevaluatedExpr), lambda n: n.args[0])
     try:
-        number = complex(sp.N(opened.xreplace(dict(zip(args, point))), _DIGITS))
+        number = complex(sp.N(opened(expr).xreplace(dict(zip(args, point))), _DIGITS))
     except (TypeError, ValueError, ArithmeticError):
         return None
     return number if number == number and abs(number) not in (0.0, float("inf")) else None
