@@ -44,3 +44,14 @@ def test_constant_terms_of_a_sum_are_one_constant():
     assert len(program.steps) == 1
     (step,) = program.steps
     assert step.op == "add" and sorted(map(type, step.operands), key=str) == [float, str]
+
+
+def test_a_form_repeated_in_regimes_counts_once_where_inputs_are_stopped():
+    """silu's value repeats its log-space form in two pieces: computed once at a stopped
+    input, but once per piece where autodiff needs each branch clipped to its piece."""
+    from codegen.lower import Regimes
+
+    regimes = Regimes(x, (-1.0, 1.0), (sp.exp(x), x, sp.exp(x)))
+    assert cost([regimes]).transcendentals == 1
+    assert cost([], [regimes]).transcendentals == 2
+    assert cost([sp.exp(x)], [sp.exp(x) * x]).transcendentals == 1  # shared with the last

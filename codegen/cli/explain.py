@@ -61,9 +61,11 @@ def _cost_lines(forms) -> list[str]:
             (c.float32_form or c.chosen) if dtype == "float32" else c.chosen for c in forms.choices
         ]
         promoted = dtype == "float32" and forms.promote_float32
-        for order in range(forms.spec.order + 1):
-            chosen = [c.form for c, choice in zip(own, forms.choices) if sum(choice.index) <= order]
-            total = cost(chosen)
+        top = forms.spec.order
+        for order in range(top + 1):
+            orders = [(c.form, sum(choice.index)) for c, choice in zip(own, forms.choices)]
+            stopped = [form for form, k in orders if k <= order and k < top]
+            total = cost(stopped, [form for form, k in orders if k <= order and k == top])
             where = " (computed in float64)" if promoted else ""
             out.append(
                 f"  {dtype} order {order}: {total.transcendentals} transcendentals, "

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from codegen.lower import free_symbols, lower
+from codegen.lower import free_symbols, lower_each
 
 TRANSCENDENTAL_OPS = frozenset(
     {
@@ -52,9 +52,16 @@ class Cost:
     steps: int
 
 
-def cost(forms) -> Cost:
-    """The steps of `forms` lowered together, shared steps once."""
-    symbols = sorted(set().union(*(free_symbols(f) for f in forms)), key=str)
-    program = lower(list(forms), {s: s.name for s in symbols})
+def cost(forms, last=()) -> Cost:
+    """The steps of `forms` and `last` lowered together, shared steps once, as XLA computes
+    the generated gradient: `forms` at stopped inputs, where regime branches need no clip
+    and a form repeated in several pieces is computed once; `last`, the last custom order's
+    forms, which autodiff differentiates, with each branch's input clipped to its piece.
+    (XLA folds the jet's zero tangent, so what `last` shares with `forms` is computed once;
+    a graph without XLA computes `last` apart.)"""
+    symbols = sorted(set().union(*(free_symbols(f) for f in (*forms, *last))), key=str)
+    env = {s: s.name for s in symbols}
+    pairs, last_pairs = [(f, env) for f in forms], [(f, env) for f in last]
+    program = lower_each(pairs, unclipped=frozenset(env.values()), clipped_pairs=last_pairs)
     heavy = sum(1 for step in program.steps if step.op in TRANSCENDENTAL_OPS)
     return Cost(heavy, len(program.steps))
