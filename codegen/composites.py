@@ -14,6 +14,7 @@ and the NumPy mirror measures exactly what they run.
   first, and the asymptotic (Bernoulli) series at u + T, or at u itself from T on.
 - `compensation(slope, a, b)`: slope times the rounding error of a + b, by TwoSum.
 - `square_head(u)`: round(256 u)/256, a head of u whose square is exact.
+- `exponent_error(u, p)`: what pow(u, h) misses of u**p, h a float near p.
 """
 
 from __future__ import annotations
@@ -129,3 +130,12 @@ def lower_square_head(b, u, limit: float) -> str:
     clipped = b.emit("clip", u, -limit, limit)
     scale = SQUARE_HEAD_SCALE
     return b.emit("mul", b.emit("round", b.emit("mul", clipped, scale)), 1.0 / scale)
+
+
+def lower_exponent_error(b, u, head: float, tail: float) -> str:
+    """pow(u, head) * expm1(log(u) * tail), tail = p - head: u**p - u**head without
+    cancellation; 0 where it is not finite (u = 0 or inf, where the power alone is right)."""
+    error = b.emit(
+        "mul", b.emit("pow", u, head), b.emit("expm1", b.emit("mul", b.emit("log", u), tail))
+    )
+    return b.emit("where_less", b.emit("abs", error), math.inf, error, 0.0)

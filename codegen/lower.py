@@ -22,13 +22,14 @@ import sympy as sp
 from codegen.composites import (
     lower_compensation,
     lower_erfcx,
+    lower_exponent_error,
     lower_hypot,
     lower_lgamma,
     lower_polygamma,
     lower_square_head,
 )
 from codegen.front.functions import by_class, hypot
-from codegen.front.rounding import opened
+from codegen.front.rounding import exponent_head, opened
 from codegen.gamma_lowering import lower_gamma_difference
 from codegen.pieces import Pieces, free_symbols_of, lower_pieces
 
@@ -39,9 +40,12 @@ class Regimes:
 
     `closed[i]` makes bound i belong to the piece below: (.., bounds[i]]. hogen uses it for a
     split just above 0, where no positive threshold is representable in every dtype.
+
+    `arg` may also be a product of args (x*y): the pieces then get their inputs unclipped,
+    since no interval of x*y bounds x or y.
     """
 
-    arg: sp.Symbol
+    arg: sp.Expr  # a Symbol, or a monomial in several (`stabilize.split_on`)
     bounds: tuple[float, ...]
     forms: tuple[sp.Expr, ...]
     closed: tuple[bool, ...] = ()
@@ -177,12 +181,14 @@ def _lower_regimes(b: _Builder, regimes: Regimes, env) -> str | float:
     `x >= bound`: both false for NaN, so NaN reaches a form that keeps it, and constant
     pieces need no op of their own (a scalar in the select).
     """
-    x = env[regimes.arg]
+    on_arg = isinstance(regimes.arg, sp.Symbol)  # else an expression of several args
+    x = env[regimes.arg] if on_arg else _lower(b, regimes.arg, env)
+    split = regimes.arg.free_symbols
     lows = (float("-inf"), *regimes.bounds)
     highs = (*regimes.bounds, float("inf"))
     values = []
     for i, (form, low, high) in enumerate(zip(regimes.forms, lows, highs)):
-        if regimes.arg in free_symbols(form) and x not in b.unclipped:
+        if on_arg and regimes.arg in free_symbols(form) and x not in b.unclipped:
             no_neg_inf = i > 0 and low == -math.inf  # a piece below owns -inf alone
             no_pos_inf = i < len(regimes.forms) - 1 and high == math.inf
             clipped = _clipped(b, x, low, high, no_neg_inf, no_pos_inf)
@@ -190,7 +196,7 @@ def _lower_regimes(b: _Builder, regimes: Regimes, env) -> str | float:
         else:
             values.append(_lower(b, form, env))
     varying = [i for i, value in enumerate(values) if not isinstance(value, float)]
-    own = [i for i in varying if regimes.arg in free_symbols(regimes.forms[i])]
+    own = [i for i in varying if split & free_symbols(regimes.forms[i])]
     # NaN falls through to a piece of the split arg (a limit at inf free of it would drop it)
     fall = (own or varying or [len(values) - 1])[-1]
     out = values[fall]
@@ -249,6 +255,7 @@ def _lower(b: _Builder, expr, env) -> str | float:
     if isinstance(expr, (sp.Max, sp.Min)):
         op = "maximum" if isinstance(expr, sp.Max) else "minimum"
         args = [_lower(b, arg, env) for arg in expr.args]
+        args.sort(key=lambda arg: isinstance(arg, float))  # tensor first: it sets the dtype
         out = args[0]
         for arg in args[1:]:
             out = b.emit(op, out, arg)
@@ -273,6 +280,10 @@ def _lower(b: _Builder, expr, env) -> str | float:
         subtract = bool(q.could_extract_minus_sign())
         r = _lower(b, -q if subtract else q, env)
         return lower_compensation(b, slope, _lower(b, p, env), r, subtract)
+    if info.name == "exponent_error":
+        u, p = expr.args
+        head = exponent_head(p)
+        return lower_exponent_error(b, _lower(b, u, env), float(head), float(p - head))
     if info.name == "square_head":
         return lower_square_head(b, _lower(b, expr.args[0], env), float(expr.args[1]))
     if info.name == "gamma_difference":
@@ -287,7 +298,11 @@ def lower(exprs, env: dict[sp.Symbol, str], prefix: str = "v") -> Program:
 
 
 def lower_each(
-    pairs, prefix: str = "v", unclipped: frozenset = frozenset(), carry_nan_of: tuple = ()
+    pairs,
+    prefix: str = "v",
+    unclipped: frozenset = frozenset(),
+    carry_nan_of: tuple = (),
+    clipped_pairs=(),
 ) -> Program:
     """Lower `(form, environment)` pairs into one program sharing common subexpressions.
 
@@ -295,9 +310,12 @@ def lower_each(
     a branch not taken cannot be NaN; inputs named in `unclipped` carry no gradient
     (they are stopped), and their branches skip the clip. Each output is made NaN where an
     input named in `carry_nan_of` is NaN, and broadcast against it (for forms free of it).
+    `clipped_pairs` follow in the same program with every branch clipped (`stabilize.cost`).
     """
     b = _Builder(prefix, unclipped)
     outputs = tuple(_carry_nan(b, _lower(b, expr, env), carry_nan_of) for expr, env in pairs)
+    b.unclipped = frozenset()
+    outputs += tuple(_lower(b, expr, env) for expr, env in clipped_pairs)
     return _live(Program(tuple(b.steps), outputs), prefix)
 
 
@@ -344,7 +362,7 @@ def op_count(expr) -> int:
 def free_symbols(expr) -> set:
     """The symbols of a form; a Regimes' own arg and its pieces' (pieces may be Regimes)."""
     if isinstance(expr, Regimes):
-        return {expr.arg}.union(*(free_symbols(form) for form in expr.forms))
+        return set(expr.arg.free_symbols).union(*(free_symbols(form) for form in expr.forms))
     if isinstance(expr, Pieces):
         return free_symbols_of(expr, free_symbols)
     return expr.free_symbols

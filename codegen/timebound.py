@@ -7,7 +7,10 @@ fallback instead. Used by the stabilizer and the exact reference, so no build ru
 The optional approximations of one build (series and expansions at infinity; limits) also
 share a budget per kind (`work_budget`, `budgeted_limit`): each call gets its own bound or
 what is left of the build's, whichever is less, so a spec whose every expansion runs to its
-bound (two args, a symbolic exponent) still builds in bounded time.
+bound (two args, a symbolic exponent) still builds in bounded time. Stages that only
+refine a form already measured are charged to a budget too (`charged`, `time_left`): one
+that starts with nothing left is skipped, so a spec whose every partial needs them all still
+builds in bounded time.
 """
 
 from __future__ import annotations
@@ -106,3 +109,22 @@ def budgeted_limit(seconds: float, kind: str):
             yield
     finally:
         budget[kind] -= time.process_time() - start
+
+
+def time_left(kind: str) -> float:
+    """What is left of the innermost `work_budget` of `kind` (inf outside one)."""
+    budget = _BUDGETS[-1] if _BUDGETS and kind in _BUDGETS[-1] else None
+    return float("inf") if budget is None else budget[kind]
+
+
+@contextlib.contextmanager
+def charged(kind: str):
+    """Charge the CPU time spent inside to the innermost `work_budget` of `kind`, without
+    bounding it."""
+    budget = _BUDGETS[-1] if _BUDGETS and kind in _BUDGETS[-1] else None
+    start = time.process_time()
+    try:
+        yield
+    finally:
+        if budget is not None:
+            budget[kind] -= time.process_time() - start

@@ -89,20 +89,21 @@ def _log_ndtr_value(x):
     """The value of log_ndtr.
 
     f = log(erfc(-sqrt(2)*x/2)/2)
-    form (regimes(sympy+rules(log_erfc) | cancel+rules(log1p) | series at 7.9<32> |
-        cancel+rules(log1p))): (-inf, -2.73): -x**2/2 + log(erfcx(-sqrt(2)*x/2)/2); [-2.73,
-        6.7497773): log1p(-erfc(sqrt(2)*x/2)/2); [6.7497773, 8.4): -1.3945171466592653e-15 +
-        (1.118795621435182e-14 + (-4.4192427046689753e-14 + (1.1450873185389138e-13 +
-        (-2.1878934090365517e-13 + (3.2851084884969546e-13 + (-4.033673721982887e-13 +
-        (4.1612045709407986e-13 + (-3.6770101864491557e-13 + (2.8230362748201701e-13 +
-        (-1.9033533072023997e-13 + (1.1359780435978517e-13 + (-6.0365877967315268e-14 +
-        (2.8673778098548758e-14 + (-1.2200035577739399e-14 + (4.6503086650251716e-15 +
-        (-1.5844211614810816e-15 + (4.7983898849661039e-16 + (-1.2775044967781934e-16 +
-        (2.9265646676881177e-17 + (-5.5085933934504251e-18 + (7.4835828896926367e-19 +
-        (-3.0261428678125375e-20 + (-2.066419577208642e-20 + (8.0080310360761107e-21 +
-        (-1.7384079265942921e-21 + (2.3252631476925712e-22 + (-6.1258809283464358e-24 +
-        (-6.2687624234793299e-24 + (1.911468098033102e-24 + (-3.0162852963271445e-25 +
-        1.7271574392753431e-26*(x - 7.9000000000000004))*(x - 7.9000000000000004))*(x -
+    form (regimes(series x<3> | sympy+rules(log_erfc) | cancel+rules(log1p) | series at 7.9<32>
+        | cancel+rules(log1p))): (-inf, -1.3407807929942597e+154): x*(-x/pi + sqrt(2)/sqrt(pi))
+        - log(2); [-1.3407807929942597e+154, -2.73): -x**2/2 + log(erfcx(-sqrt(2)*x/2)/2);
+        [-2.73, 6.7497773): log1p(-erfc(sqrt(2)*x/2)/2); [6.7497773, 8.4):
+        -1.3945171466592653e-15 + (1.118795621435182e-14 + (-4.4192427046689753e-14 +
+        (1.1450873185389138e-13 + (-2.1878934090365517e-13 + (3.2851084884969546e-13 +
+        (-4.033673721982887e-13 + (4.1612045709407986e-13 + (-3.6770101864491557e-13 +
+        (2.8230362748201701e-13 + (-1.9033533072023997e-13 + (1.1359780435978517e-13 +
+        (-6.0365877967315268e-14 + (2.8673778098548758e-14 + (-1.2200035577739399e-14 +
+        (4.6503086650251716e-15 + (-1.5844211614810816e-15 + (4.7983898849661039e-16 +
+        (-1.2775044967781934e-16 + (2.9265646676881177e-17 + (-5.5085933934504251e-18 +
+        (7.4835828896926367e-19 + (-3.0261428678125375e-20 + (-2.066419577208642e-20 +
+        (8.0080310360761107e-21 + (-1.7384079265942921e-21 + (2.3252631476925712e-22 +
+        (-6.1258809283464358e-24 + (-6.2687624234793299e-24 + (1.911468098033102e-24 +
+        (-3.0162852963271445e-25 + 1.7271574392753431e-26*(x - 7.9000000000000004))*(x -
         7.9000000000000004))*(x - 7.9000000000000004))*(x - 7.9000000000000004))*(x -
         7.9000000000000004))*(x - 7.9000000000000004))*(x - 7.9000000000000004))*(x -
         7.9000000000000004))*(x - 7.9000000000000004))*(x - 7.9000000000000004))*(x -
@@ -112,163 +113,169 @@ def _log_ndtr_value(x):
         7.9000000000000004))*(x - 7.9000000000000004))*(x - 7.9000000000000004))*(x -
         7.9000000000000004))*(x - 7.9000000000000004))*(x - 7.9000000000000004))*(x -
         7.9000000000000004))*(x - 7.9000000000000004))*(x - 7.9000000000000004))*(x -
-        7.9000000000000004))*(x - 7.9000000000000004); [8.4, inf): log1p(-erfc(sqrt(2)*x/2)/2)
+        7.9000000000000004))*(x - 7.9000000000000004))*(x - 7.9000000000000004); [8.4, inf):
+        log1p(-erfc(sqrt(2)*x/2)/2)
     measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.36 / p99 6.8 bits (float32
         computed in float64)
     """
-    v0 = tf.math.multiply(x, 0.7071067811865476)
-    v1 = tf.math.negative(v0)
-    v2 = tf.clip_by_value(v1, -27.0, 3.0)
-    v3 = tf.math.multiply(v2, 256.0)
-    v4 = tf.math.round(v3)
-    v5 = tf.math.truediv(v4, 256.0)
-    v6 = tf.math.subtract(v2, v5)
-    v7 = tf.math.add(v2, v5)
-    v8 = tf.math.multiply(v6, v7)
-    v9 = tf.math.square(v5)
-    v10 = tf.math.exp(v9)
-    v11 = tf.math.exp(v8)
+    v0 = tf.math.multiply(x, 0.3183098861837907)
+    v1 = 0.7978845608028654 - v0
+    v2 = tf.math.multiply(x, v1)
+    v3 = tf.math.subtract(v2, 0.6931471805599453)
+    v4 = tf.math.multiply(x, 0.7071067811865476)
+    v5 = tf.math.negative(v4)
+    v6 = tf.clip_by_value(v5, -27.0, 3.0)
+    v7 = tf.math.multiply(v6, 256.0)
+    v8 = tf.math.round(v7)
+    v9 = tf.math.truediv(v8, 256.0)
+    v10 = tf.math.subtract(v6, v9)
+    v11 = tf.math.add(v6, v9)
     v12 = tf.math.multiply(v10, v11)
-    v13 = tf.math.erfc(v2)
-    v14 = tf.math.multiply(v12, v13)
-    v15 = tf.math.maximum(v1, 3.0)
-    v16 = 15.0 / v15
-    v17 = tf.math.add(v15, v16)
-    v18 = 14.5 / v17
-    v19 = tf.math.add(v15, v18)
-    v20 = 14.0 / v19
-    v21 = tf.math.add(v15, v20)
-    v22 = 13.5 / v21
-    v23 = tf.math.add(v15, v22)
-    v24 = 13.0 / v23
-    v25 = tf.math.add(v15, v24)
-    v26 = 12.5 / v25
-    v27 = tf.math.add(v15, v26)
-    v28 = 12.0 / v27
-    v29 = tf.math.add(v15, v28)
-    v30 = 11.5 / v29
-    v31 = tf.math.add(v15, v30)
-    v32 = 11.0 / v31
-    v33 = tf.math.add(v15, v32)
-    v34 = 10.5 / v33
-    v35 = tf.math.add(v15, v34)
-    v36 = 10.0 / v35
-    v37 = tf.math.add(v15, v36)
-    v38 = 9.5 / v37
-    v39 = tf.math.add(v15, v38)
-    v40 = 9.0 / v39
-    v41 = tf.math.add(v15, v40)
-    v42 = 8.5 / v41
-    v43 = tf.math.add(v15, v42)
-    v44 = 8.0 / v43
-    v45 = tf.math.add(v15, v44)
-    v46 = 7.5 / v45
-    v47 = tf.math.add(v15, v46)
-    v48 = 7.0 / v47
-    v49 = tf.math.add(v15, v48)
-    v50 = 6.5 / v49
-    v51 = tf.math.add(v15, v50)
-    v52 = 6.0 / v51
-    v53 = tf.math.add(v15, v52)
-    v54 = 5.5 / v53
-    v55 = tf.math.add(v15, v54)
-    v56 = 5.0 / v55
-    v57 = tf.math.add(v15, v56)
-    v58 = 4.5 / v57
-    v59 = tf.math.add(v15, v58)
-    v60 = 4.0 / v59
-    v61 = tf.math.add(v15, v60)
-    v62 = 3.5 / v61
-    v63 = tf.math.add(v15, v62)
-    v64 = 3.0 / v63
-    v65 = tf.math.add(v15, v64)
-    v66 = 2.5 / v65
-    v67 = tf.math.add(v15, v66)
-    v68 = 2.0 / v67
-    v69 = tf.math.add(v15, v68)
-    v70 = 1.5 / v69
-    v71 = tf.math.add(v15, v70)
-    v72 = -1.0 / tf.math.negative(v71)
-    v73 = tf.math.add(v15, v72)
-    v74 = 0.5 / v73
-    v75 = tf.math.add(v15, v74)
-    v76 = 0.5641895835477563 / v75
-    v77 = tf.where(tf.math.greater_equal(v1, 3.0), v76, v14)
-    v78 = tf.math.multiply(v77, 0.5)
-    v79 = tf.math.log(v78)
-    v80 = tf.math.square(x)
-    v81 = tf.math.multiply(v80, 0.5)
-    v82 = tf.math.subtract(v79, v81)
-    v83 = tf.math.erfc(v0)
-    v84 = tf.math.multiply(v83, 0.5)
-    v85 = tf.math.negative(v84)
-    v86 = tf.math.log1p(v85)
-    v87 = tf.math.subtract(x, 7.9)
-    v88 = tf.math.multiply(v87, 1.727157439275343e-26)
-    v89 = tf.math.subtract(v88, 3.0162852963271445e-25)
-    v90 = tf.math.multiply(v89, v87)
-    v91 = tf.math.add(v90, 1.911468098033102e-24)
-    v92 = tf.math.multiply(v91, v87)
-    v93 = tf.math.subtract(v92, 6.26876242347933e-24)
-    v94 = tf.math.multiply(v93, v87)
-    v95 = tf.math.subtract(v94, 6.125880928346436e-24)
-    v96 = tf.math.multiply(v95, v87)
-    v97 = tf.math.add(v96, 2.325263147692571e-22)
-    v98 = tf.math.multiply(v97, v87)
-    v99 = tf.math.subtract(v98, 1.738407926594292e-21)
-    v100 = tf.math.multiply(v99, v87)
-    v101 = tf.math.add(v100, 8.00803103607611e-21)
-    v102 = tf.math.multiply(v101, v87)
-    v103 = tf.math.subtract(v102, 2.066419577208642e-20)
-    v104 = tf.math.multiply(v103, v87)
-    v105 = tf.math.subtract(v104, 3.0261428678125375e-20)
-    v106 = tf.math.multiply(v105, v87)
-    v107 = tf.math.add(v106, 7.483582889692637e-19)
-    v108 = tf.math.multiply(v107, v87)
-    v109 = tf.math.subtract(v108, 5.508593393450425e-18)
-    v110 = tf.math.multiply(v109, v87)
-    v111 = tf.math.add(v110, 2.9265646676881177e-17)
-    v112 = tf.math.multiply(v111, v87)
-    v113 = tf.math.subtract(v112, 1.2775044967781934e-16)
-    v114 = tf.math.multiply(v113, v87)
-    v115 = tf.math.add(v114, 4.798389884966104e-16)
-    v116 = tf.math.multiply(v115, v87)
-    v117 = tf.math.subtract(v116, 1.5844211614810816e-15)
-    v118 = tf.math.multiply(v117, v87)
-    v119 = tf.math.add(v118, 4.650308665025172e-15)
-    v120 = tf.math.multiply(v119, v87)
-    v121 = tf.math.subtract(v120, 1.2200035577739399e-14)
-    v122 = tf.math.multiply(v121, v87)
-    v123 = tf.math.add(v122, 2.867377809854876e-14)
-    v124 = tf.math.multiply(v123, v87)
-    v125 = tf.math.subtract(v124, 6.036587796731527e-14)
-    v126 = tf.math.multiply(v125, v87)
-    v127 = tf.math.add(v126, 1.1359780435978517e-13)
-    v128 = tf.math.multiply(v127, v87)
-    v129 = tf.math.subtract(v128, 1.9033533072023997e-13)
-    v130 = tf.math.multiply(v129, v87)
-    v131 = tf.math.add(v130, 2.82303627482017e-13)
-    v132 = tf.math.multiply(v131, v87)
-    v133 = tf.math.subtract(v132, 3.6770101864491557e-13)
-    v134 = tf.math.multiply(v133, v87)
-    v135 = tf.math.add(v134, 4.1612045709407986e-13)
-    v136 = tf.math.multiply(v135, v87)
-    v137 = tf.math.subtract(v136, 4.033673721982887e-13)
-    v138 = tf.math.multiply(v137, v87)
-    v139 = tf.math.add(v138, 3.2851084884969546e-13)
-    v140 = tf.math.multiply(v139, v87)
-    v141 = tf.math.subtract(v140, 2.1878934090365517e-13)
-    v142 = tf.math.multiply(v141, v87)
-    v143 = tf.math.add(v142, 1.1450873185389138e-13)
-    v144 = tf.math.multiply(v143, v87)
-    v145 = tf.math.subtract(v144, 4.419242704668975e-14)
-    v146 = tf.math.multiply(v145, v87)
-    v147 = tf.math.add(v146, 1.118795621435182e-14)
-    v148 = tf.math.multiply(v147, v87)
-    v149 = tf.math.subtract(v148, 1.3945171466592653e-15)
-    v150 = tf.where(tf.math.less(x, 8.4), v149, v86)
-    v151 = tf.where(tf.math.less(x, 6.7497773), v86, v150)
-    value = tf.where(tf.math.less(x, -2.73), v82, v151)
+    v13 = tf.math.square(v9)
+    v14 = tf.math.exp(v13)
+    v15 = tf.math.exp(v12)
+    v16 = tf.math.multiply(v14, v15)
+    v17 = tf.math.erfc(v6)
+    v18 = tf.math.multiply(v16, v17)
+    v19 = tf.math.maximum(v5, 3.0)
+    v20 = 15.0 / v19
+    v21 = tf.math.add(v19, v20)
+    v22 = 14.5 / v21
+    v23 = tf.math.add(v19, v22)
+    v24 = 14.0 / v23
+    v25 = tf.math.add(v19, v24)
+    v26 = 13.5 / v25
+    v27 = tf.math.add(v19, v26)
+    v28 = 13.0 / v27
+    v29 = tf.math.add(v19, v28)
+    v30 = 12.5 / v29
+    v31 = tf.math.add(v19, v30)
+    v32 = 12.0 / v31
+    v33 = tf.math.add(v19, v32)
+    v34 = 11.5 / v33
+    v35 = tf.math.add(v19, v34)
+    v36 = 11.0 / v35
+    v37 = tf.math.add(v19, v36)
+    v38 = 10.5 / v37
+    v39 = tf.math.add(v19, v38)
+    v40 = 10.0 / v39
+    v41 = tf.math.add(v19, v40)
+    v42 = 9.5 / v41
+    v43 = tf.math.add(v19, v42)
+    v44 = 9.0 / v43
+    v45 = tf.math.add(v19, v44)
+    v46 = 8.5 / v45
+    v47 = tf.math.add(v19, v46)
+    v48 = 8.0 / v47
+    v49 = tf.math.add(v19, v48)
+    v50 = 7.5 / v49
+    v51 = tf.math.add(v19, v50)
+    v52 = 7.0 / v51
+    v53 = tf.math.add(v19, v52)
+    v54 = 6.5 / v53
+    v55 = tf.math.add(v19, v54)
+    v56 = 6.0 / v55
+    v57 = tf.math.add(v19, v56)
+    v58 = 5.5 / v57
+    v59 = tf.math.add(v19, v58)
+    v60 = 5.0 / v59
+    v61 = tf.math.add(v19, v60)
+    v62 = 4.5 / v61
+    v63 = tf.math.add(v19, v62)
+    v64 = 4.0 / v63
+    v65 = tf.math.add(v19, v64)
+    v66 = 3.5 / v65
+    v67 = tf.math.add(v19, v66)
+    v68 = 3.0 / v67
+    v69 = tf.math.add(v19, v68)
+    v70 = 2.5 / v69
+    v71 = tf.math.add(v19, v70)
+    v72 = 2.0 / v71
+    v73 = tf.math.add(v19, v72)
+    v74 = 1.5 / v73
+    v75 = tf.math.add(v19, v74)
+    v76 = -1.0 / tf.math.negative(v75)
+    v77 = tf.math.add(v19, v76)
+    v78 = 0.5 / v77
+    v79 = tf.math.add(v19, v78)
+    v80 = 0.5641895835477563 / v79
+    v81 = tf.where(tf.math.greater_equal(v5, 3.0), v80, v18)
+    v82 = tf.math.multiply(v81, 0.5)
+    v83 = tf.math.log(v82)
+    v84 = tf.math.square(x)
+    v85 = tf.math.multiply(v84, 0.5)
+    v86 = tf.math.subtract(v83, v85)
+    v87 = tf.math.erfc(v4)
+    v88 = tf.math.multiply(v87, 0.5)
+    v89 = tf.math.negative(v88)
+    v90 = tf.math.log1p(v89)
+    v91 = tf.math.subtract(x, 7.9)
+    v92 = tf.math.multiply(v91, 1.727157439275343e-26)
+    v93 = tf.math.subtract(v92, 3.0162852963271445e-25)
+    v94 = tf.math.multiply(v93, v91)
+    v95 = tf.math.add(v94, 1.911468098033102e-24)
+    v96 = tf.math.multiply(v95, v91)
+    v97 = tf.math.subtract(v96, 6.26876242347933e-24)
+    v98 = tf.math.multiply(v97, v91)
+    v99 = tf.math.subtract(v98, 6.125880928346436e-24)
+    v100 = tf.math.multiply(v99, v91)
+    v101 = tf.math.add(v100, 2.325263147692571e-22)
+    v102 = tf.math.multiply(v101, v91)
+    v103 = tf.math.subtract(v102, 1.738407926594292e-21)
+    v104 = tf.math.multiply(v103, v91)
+    v105 = tf.math.add(v104, 8.00803103607611e-21)
+    v106 = tf.math.multiply(v105, v91)
+    v107 = tf.math.subtract(v106, 2.066419577208642e-20)
+    v108 = tf.math.multiply(v107, v91)
+    v109 = tf.math.subtract(v108, 3.0261428678125375e-20)
+    v110 = tf.math.multiply(v109, v91)
+    v111 = tf.math.add(v110, 7.483582889692637e-19)
+    v112 = tf.math.multiply(v111, v91)
+    v113 = tf.math.subtract(v112, 5.508593393450425e-18)
+    v114 = tf.math.multiply(v113, v91)
+    v115 = tf.math.add(v114, 2.9265646676881177e-17)
+    v116 = tf.math.multiply(v115, v91)
+    v117 = tf.math.subtract(v116, 1.2775044967781934e-16)
+    v118 = tf.math.multiply(v117, v91)
+    v119 = tf.math.add(v118, 4.798389884966104e-16)
+    v120 = tf.math.multiply(v119, v91)
+    v121 = tf.math.subtract(v120, 1.5844211614810816e-15)
+    v122 = tf.math.multiply(v121, v91)
+    v123 = tf.math.add(v122, 4.650308665025172e-15)
+    v124 = tf.math.multiply(v123, v91)
+    v125 = tf.math.subtract(v124, 1.2200035577739399e-14)
+    v126 = tf.math.multiply(v125, v91)
+    v127 = tf.math.add(v126, 2.867377809854876e-14)
+    v128 = tf.math.multiply(v127, v91)
+    v129 = tf.math.subtract(v128, 6.036587796731527e-14)
+    v130 = tf.math.multiply(v129, v91)
+    v131 = tf.math.add(v130, 1.1359780435978517e-13)
+    v132 = tf.math.multiply(v131, v91)
+    v133 = tf.math.subtract(v132, 1.9033533072023997e-13)
+    v134 = tf.math.multiply(v133, v91)
+    v135 = tf.math.add(v134, 2.82303627482017e-13)
+    v136 = tf.math.multiply(v135, v91)
+    v137 = tf.math.subtract(v136, 3.6770101864491557e-13)
+    v138 = tf.math.multiply(v137, v91)
+    v139 = tf.math.add(v138, 4.1612045709407986e-13)
+    v140 = tf.math.multiply(v139, v91)
+    v141 = tf.math.subtract(v140, 4.033673721982887e-13)
+    v142 = tf.math.multiply(v141, v91)
+    v143 = tf.math.add(v142, 3.2851084884969546e-13)
+    v144 = tf.math.multiply(v143, v91)
+    v145 = tf.math.subtract(v144, 2.1878934090365517e-13)
+    v146 = tf.math.multiply(v145, v91)
+    v147 = tf.math.add(v146, 1.1450873185389138e-13)
+    v148 = tf.math.multiply(v147, v91)
+    v149 = tf.math.subtract(v148, 4.419242704668975e-14)
+    v150 = tf.math.multiply(v149, v91)
+    v151 = tf.math.add(v150, 1.118795621435182e-14)
+    v152 = tf.math.multiply(v151, v91)
+    v153 = tf.math.subtract(v152, 1.3945171466592653e-15)
+    v154 = tf.where(tf.math.less(x, 8.4), v153, v90)
+    v155 = tf.where(tf.math.less(x, 6.7497773), v90, v154)
+    v156 = tf.where(tf.math.less(x, -2.73), v86, v155)
+    value = tf.where(tf.math.less(x, -1.3407807929942597e+154), v3, v156)
     return value
 
 

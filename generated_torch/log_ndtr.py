@@ -60,20 +60,21 @@ def _log_ndtr_value(x):
     """The value of log_ndtr.
 
     f = log(erfc(-sqrt(2)*x/2)/2)
-    form (regimes(sympy+rules(log_erfc) | cancel+rules(log1p) | series at 7.9<32> |
-        cancel+rules(log1p))): (-inf, -2.73): -x**2/2 + log(erfcx(-sqrt(2)*x/2)/2); [-2.73,
-        6.7497773): log1p(-erfc(sqrt(2)*x/2)/2); [6.7497773, 8.4): -1.3945171466592653e-15 +
-        (1.118795621435182e-14 + (-4.4192427046689753e-14 + (1.1450873185389138e-13 +
-        (-2.1878934090365517e-13 + (3.2851084884969546e-13 + (-4.033673721982887e-13 +
-        (4.1612045709407986e-13 + (-3.6770101864491557e-13 + (2.8230362748201701e-13 +
-        (-1.9033533072023997e-13 + (1.1359780435978517e-13 + (-6.0365877967315268e-14 +
-        (2.8673778098548758e-14 + (-1.2200035577739399e-14 + (4.6503086650251716e-15 +
-        (-1.5844211614810816e-15 + (4.7983898849661039e-16 + (-1.2775044967781934e-16 +
-        (2.9265646676881177e-17 + (-5.5085933934504251e-18 + (7.4835828896926367e-19 +
-        (-3.0261428678125375e-20 + (-2.066419577208642e-20 + (8.0080310360761107e-21 +
-        (-1.7384079265942921e-21 + (2.3252631476925712e-22 + (-6.1258809283464358e-24 +
-        (-6.2687624234793299e-24 + (1.911468098033102e-24 + (-3.0162852963271445e-25 +
-        1.7271574392753431e-26*(x - 7.9000000000000004))*(x - 7.9000000000000004))*(x -
+    form (regimes(series x<3> | sympy+rules(log_erfc) | cancel+rules(log1p) | series at 7.9<32>
+        | cancel+rules(log1p))): (-inf, -1.3407807929942597e+154): x*(-x/pi + sqrt(2)/sqrt(pi))
+        - log(2); [-1.3407807929942597e+154, -2.73): -x**2/2 + log(erfcx(-sqrt(2)*x/2)/2);
+        [-2.73, 6.7497773): log1p(-erfc(sqrt(2)*x/2)/2); [6.7497773, 8.4):
+        -1.3945171466592653e-15 + (1.118795621435182e-14 + (-4.4192427046689753e-14 +
+        (1.1450873185389138e-13 + (-2.1878934090365517e-13 + (3.2851084884969546e-13 +
+        (-4.033673721982887e-13 + (4.1612045709407986e-13 + (-3.6770101864491557e-13 +
+        (2.8230362748201701e-13 + (-1.9033533072023997e-13 + (1.1359780435978517e-13 +
+        (-6.0365877967315268e-14 + (2.8673778098548758e-14 + (-1.2200035577739399e-14 +
+        (4.6503086650251716e-15 + (-1.5844211614810816e-15 + (4.7983898849661039e-16 +
+        (-1.2775044967781934e-16 + (2.9265646676881177e-17 + (-5.5085933934504251e-18 +
+        (7.4835828896926367e-19 + (-3.0261428678125375e-20 + (-2.066419577208642e-20 +
+        (8.0080310360761107e-21 + (-1.7384079265942921e-21 + (2.3252631476925712e-22 +
+        (-6.1258809283464358e-24 + (-6.2687624234793299e-24 + (1.911468098033102e-24 +
+        (-3.0162852963271445e-25 + 1.7271574392753431e-26*(x - 7.9000000000000004))*(x -
         7.9000000000000004))*(x - 7.9000000000000004))*(x - 7.9000000000000004))*(x -
         7.9000000000000004))*(x - 7.9000000000000004))*(x - 7.9000000000000004))*(x -
         7.9000000000000004))*(x - 7.9000000000000004))*(x - 7.9000000000000004))*(x -
@@ -83,163 +84,169 @@ def _log_ndtr_value(x):
         7.9000000000000004))*(x - 7.9000000000000004))*(x - 7.9000000000000004))*(x -
         7.9000000000000004))*(x - 7.9000000000000004))*(x - 7.9000000000000004))*(x -
         7.9000000000000004))*(x - 7.9000000000000004))*(x - 7.9000000000000004))*(x -
-        7.9000000000000004))*(x - 7.9000000000000004); [8.4, inf): log1p(-erfc(sqrt(2)*x/2)/2)
+        7.9000000000000004))*(x - 7.9000000000000004))*(x - 7.9000000000000004); [8.4, inf):
+        log1p(-erfc(sqrt(2)*x/2)/2)
     measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.36 / p99 6.8 bits (float32
         computed in float64)
     """
-    v0 = torch.mul(x, 0.7071067811865476)
-    v1 = torch.neg(v0)
-    v2 = torch.clamp(v1, -27.0, 3.0)
-    v3 = torch.mul(v2, 256.0)
-    v4 = torch.round(v3)
-    v5 = torch.div(v4, 256.0)
-    v6 = torch.sub(v2, v5)
-    v7 = torch.add(v2, v5)
-    v8 = torch.mul(v6, v7)
-    v9 = torch.square(v5)
-    v10 = torch.exp(v9)
-    v11 = torch.exp(v8)
+    v0 = torch.mul(x, 0.3183098861837907)
+    v1 = 0.7978845608028654 - v0
+    v2 = torch.mul(x, v1)
+    v3 = torch.sub(v2, 0.6931471805599453)
+    v4 = torch.mul(x, 0.7071067811865476)
+    v5 = torch.neg(v4)
+    v6 = torch.clamp(v5, -27.0, 3.0)
+    v7 = torch.mul(v6, 256.0)
+    v8 = torch.round(v7)
+    v9 = torch.div(v8, 256.0)
+    v10 = torch.sub(v6, v9)
+    v11 = torch.add(v6, v9)
     v12 = torch.mul(v10, v11)
-    v13 = torch.erfc(v2)
-    v14 = torch.mul(v12, v13)
-    v15 = torch.clamp(v1, min=3.0)
-    v16 = 15.0 / v15
-    v17 = torch.add(v15, v16)
-    v18 = 14.5 / v17
-    v19 = torch.add(v15, v18)
-    v20 = 14.0 / v19
-    v21 = torch.add(v15, v20)
-    v22 = 13.5 / v21
-    v23 = torch.add(v15, v22)
-    v24 = 13.0 / v23
-    v25 = torch.add(v15, v24)
-    v26 = 12.5 / v25
-    v27 = torch.add(v15, v26)
-    v28 = 12.0 / v27
-    v29 = torch.add(v15, v28)
-    v30 = 11.5 / v29
-    v31 = torch.add(v15, v30)
-    v32 = 11.0 / v31
-    v33 = torch.add(v15, v32)
-    v34 = 10.5 / v33
-    v35 = torch.add(v15, v34)
-    v36 = 10.0 / v35
-    v37 = torch.add(v15, v36)
-    v38 = 9.5 / v37
-    v39 = torch.add(v15, v38)
-    v40 = 9.0 / v39
-    v41 = torch.add(v15, v40)
-    v42 = 8.5 / v41
-    v43 = torch.add(v15, v42)
-    v44 = 8.0 / v43
-    v45 = torch.add(v15, v44)
-    v46 = 7.5 / v45
-    v47 = torch.add(v15, v46)
-    v48 = 7.0 / v47
-    v49 = torch.add(v15, v48)
-    v50 = 6.5 / v49
-    v51 = torch.add(v15, v50)
-    v52 = 6.0 / v51
-    v53 = torch.add(v15, v52)
-    v54 = 5.5 / v53
-    v55 = torch.add(v15, v54)
-    v56 = 5.0 / v55
-    v57 = torch.add(v15, v56)
-    v58 = 4.5 / v57
-    v59 = torch.add(v15, v58)
-    v60 = 4.0 / v59
-    v61 = torch.add(v15, v60)
-    v62 = 3.5 / v61
-    v63 = torch.add(v15, v62)
-    v64 = 3.0 / v63
-    v65 = torch.add(v15, v64)
-    v66 = 2.5 / v65
-    v67 = torch.add(v15, v66)
-    v68 = 2.0 / v67
-    v69 = torch.add(v15, v68)
-    v70 = 1.5 / v69
-    v71 = torch.add(v15, v70)
-    v72 = 1.0 / v71
-    v73 = torch.add(v15, v72)
-    v74 = 0.5 / v73
-    v75 = torch.add(v15, v74)
-    v76 = 0.5641895835477563 / v75
-    v77 = torch.where(v1 >= 3.0, v76, v14)
-    v78 = torch.mul(v77, 0.5)
-    v79 = torch.log(v78)
-    v80 = torch.square(x)
-    v81 = torch.mul(v80, 0.5)
-    v82 = torch.sub(v79, v81)
-    v83 = torch.erfc(v0)
-    v84 = torch.mul(v83, 0.5)
-    v85 = torch.neg(v84)
-    v86 = torch.log1p(v85)
-    v87 = torch.sub(x, 7.9)
-    v88 = torch.mul(v87, 1.727157439275343e-26)
-    v89 = torch.sub(v88, 3.0162852963271445e-25)
-    v90 = torch.mul(v89, v87)
-    v91 = torch.add(v90, 1.911468098033102e-24)
-    v92 = torch.mul(v91, v87)
-    v93 = torch.sub(v92, 6.26876242347933e-24)
-    v94 = torch.mul(v93, v87)
-    v95 = torch.sub(v94, 6.125880928346436e-24)
-    v96 = torch.mul(v95, v87)
-    v97 = torch.add(v96, 2.325263147692571e-22)
-    v98 = torch.mul(v97, v87)
-    v99 = torch.sub(v98, 1.738407926594292e-21)
-    v100 = torch.mul(v99, v87)
-    v101 = torch.add(v100, 8.00803103607611e-21)
-    v102 = torch.mul(v101, v87)
-    v103 = torch.sub(v102, 2.066419577208642e-20)
-    v104 = torch.mul(v103, v87)
-    v105 = torch.sub(v104, 3.0261428678125375e-20)
-    v106 = torch.mul(v105, v87)
-    v107 = torch.add(v106, 7.483582889692637e-19)
-    v108 = torch.mul(v107, v87)
-    v109 = torch.sub(v108, 5.508593393450425e-18)
-    v110 = torch.mul(v109, v87)
-    v111 = torch.add(v110, 2.9265646676881177e-17)
-    v112 = torch.mul(v111, v87)
-    v113 = torch.sub(v112, 1.2775044967781934e-16)
-    v114 = torch.mul(v113, v87)
-    v115 = torch.add(v114, 4.798389884966104e-16)
-    v116 = torch.mul(v115, v87)
-    v117 = torch.sub(v116, 1.5844211614810816e-15)
-    v118 = torch.mul(v117, v87)
-    v119 = torch.add(v118, 4.650308665025172e-15)
-    v120 = torch.mul(v119, v87)
-    v121 = torch.sub(v120, 1.2200035577739399e-14)
-    v122 = torch.mul(v121, v87)
-    v123 = torch.add(v122, 2.867377809854876e-14)
-    v124 = torch.mul(v123, v87)
-    v125 = torch.sub(v124, 6.036587796731527e-14)
-    v126 = torch.mul(v125, v87)
-    v127 = torch.add(v126, 1.1359780435978517e-13)
-    v128 = torch.mul(v127, v87)
-    v129 = torch.sub(v128, 1.9033533072023997e-13)
-    v130 = torch.mul(v129, v87)
-    v131 = torch.add(v130, 2.82303627482017e-13)
-    v132 = torch.mul(v131, v87)
-    v133 = torch.sub(v132, 3.6770101864491557e-13)
-    v134 = torch.mul(v133, v87)
-    v135 = torch.add(v134, 4.1612045709407986e-13)
-    v136 = torch.mul(v135, v87)
-    v137 = torch.sub(v136, 4.033673721982887e-13)
-    v138 = torch.mul(v137, v87)
-    v139 = torch.add(v138, 3.2851084884969546e-13)
-    v140 = torch.mul(v139, v87)
-    v141 = torch.sub(v140, 2.1878934090365517e-13)
-    v142 = torch.mul(v141, v87)
-    v143 = torch.add(v142, 1.1450873185389138e-13)
-    v144 = torch.mul(v143, v87)
-    v145 = torch.sub(v144, 4.419242704668975e-14)
-    v146 = torch.mul(v145, v87)
-    v147 = torch.add(v146, 1.118795621435182e-14)
-    v148 = torch.mul(v147, v87)
-    v149 = torch.sub(v148, 1.3945171466592653e-15)
-    v150 = torch.where(x < 8.4, v149, v86)
-    v151 = torch.where(x < 6.7497773, v86, v150)
-    value = torch.where(x < -2.73, v82, v151)
+    v13 = torch.square(v9)
+    v14 = torch.exp(v13)
+    v15 = torch.exp(v12)
+    v16 = torch.mul(v14, v15)
+    v17 = torch.erfc(v6)
+    v18 = torch.mul(v16, v17)
+    v19 = torch.clamp(v5, min=3.0)
+    v20 = 15.0 / v19
+    v21 = torch.add(v19, v20)
+    v22 = 14.5 / v21
+    v23 = torch.add(v19, v22)
+    v24 = 14.0 / v23
+    v25 = torch.add(v19, v24)
+    v26 = 13.5 / v25
+    v27 = torch.add(v19, v26)
+    v28 = 13.0 / v27
+    v29 = torch.add(v19, v28)
+    v30 = 12.5 / v29
+    v31 = torch.add(v19, v30)
+    v32 = 12.0 / v31
+    v33 = torch.add(v19, v32)
+    v34 = 11.5 / v33
+    v35 = torch.add(v19, v34)
+    v36 = 11.0 / v35
+    v37 = torch.add(v19, v36)
+    v38 = 10.5 / v37
+    v39 = torch.add(v19, v38)
+    v40 = 10.0 / v39
+    v41 = torch.add(v19, v40)
+    v42 = 9.5 / v41
+    v43 = torch.add(v19, v42)
+    v44 = 9.0 / v43
+    v45 = torch.add(v19, v44)
+    v46 = 8.5 / v45
+    v47 = torch.add(v19, v46)
+    v48 = 8.0 / v47
+    v49 = torch.add(v19, v48)
+    v50 = 7.5 / v49
+    v51 = torch.add(v19, v50)
+    v52 = 7.0 / v51
+    v53 = torch.add(v19, v52)
+    v54 = 6.5 / v53
+    v55 = torch.add(v19, v54)
+    v56 = 6.0 / v55
+    v57 = torch.add(v19, v56)
+    v58 = 5.5 / v57
+    v59 = torch.add(v19, v58)
+    v60 = 5.0 / v59
+    v61 = torch.add(v19, v60)
+    v62 = 4.5 / v61
+    v63 = torch.add(v19, v62)
+    v64 = 4.0 / v63
+    v65 = torch.add(v19, v64)
+    v66 = 3.5 / v65
+    v67 = torch.add(v19, v66)
+    v68 = 3.0 / v67
+    v69 = torch.add(v19, v68)
+    v70 = 2.5 / v69
+    v71 = torch.add(v19, v70)
+    v72 = 2.0 / v71
+    v73 = torch.add(v19, v72)
+    v74 = 1.5 / v73
+    v75 = torch.add(v19, v74)
+    v76 = 1.0 / v75
+    v77 = torch.add(v19, v76)
+    v78 = 0.5 / v77
+    v79 = torch.add(v19, v78)
+    v80 = 0.5641895835477563 / v79
+    v81 = torch.where(v5 >= 3.0, v80, v18)
+    v82 = torch.mul(v81, 0.5)
+    v83 = torch.log(v82)
+    v84 = torch.square(x)
+    v85 = torch.mul(v84, 0.5)
+    v86 = torch.sub(v83, v85)
+    v87 = torch.erfc(v4)
+    v88 = torch.mul(v87, 0.5)
+    v89 = torch.neg(v88)
+    v90 = torch.log1p(v89)
+    v91 = torch.sub(x, 7.9)
+    v92 = torch.mul(v91, 1.727157439275343e-26)
+    v93 = torch.sub(v92, 3.0162852963271445e-25)
+    v94 = torch.mul(v93, v91)
+    v95 = torch.add(v94, 1.911468098033102e-24)
+    v96 = torch.mul(v95, v91)
+    v97 = torch.sub(v96, 6.26876242347933e-24)
+    v98 = torch.mul(v97, v91)
+    v99 = torch.sub(v98, 6.125880928346436e-24)
+    v100 = torch.mul(v99, v91)
+    v101 = torch.add(v100, 2.325263147692571e-22)
+    v102 = torch.mul(v101, v91)
+    v103 = torch.sub(v102, 1.738407926594292e-21)
+    v104 = torch.mul(v103, v91)
+    v105 = torch.add(v104, 8.00803103607611e-21)
+    v106 = torch.mul(v105, v91)
+    v107 = torch.sub(v106, 2.066419577208642e-20)
+    v108 = torch.mul(v107, v91)
+    v109 = torch.sub(v108, 3.0261428678125375e-20)
+    v110 = torch.mul(v109, v91)
+    v111 = torch.add(v110, 7.483582889692637e-19)
+    v112 = torch.mul(v111, v91)
+    v113 = torch.sub(v112, 5.508593393450425e-18)
+    v114 = torch.mul(v113, v91)
+    v115 = torch.add(v114, 2.9265646676881177e-17)
+    v116 = torch.mul(v115, v91)
+    v117 = torch.sub(v116, 1.2775044967781934e-16)
+    v118 = torch.mul(v117, v91)
+    v119 = torch.add(v118, 4.798389884966104e-16)
+    v120 = torch.mul(v119, v91)
+    v121 = torch.sub(v120, 1.5844211614810816e-15)
+    v122 = torch.mul(v121, v91)
+    v123 = torch.add(v122, 4.650308665025172e-15)
+    v124 = torch.mul(v123, v91)
+    v125 = torch.sub(v124, 1.2200035577739399e-14)
+    v126 = torch.mul(v125, v91)
+    v127 = torch.add(v126, 2.867377809854876e-14)
+    v128 = torch.mul(v127, v91)
+    v129 = torch.sub(v128, 6.036587796731527e-14)
+    v130 = torch.mul(v129, v91)
+    v131 = torch.add(v130, 1.1359780435978517e-13)
+    v132 = torch.mul(v131, v91)
+    v133 = torch.sub(v132, 1.9033533072023997e-13)
+    v134 = torch.mul(v133, v91)
+    v135 = torch.add(v134, 2.82303627482017e-13)
+    v136 = torch.mul(v135, v91)
+    v137 = torch.sub(v136, 3.6770101864491557e-13)
+    v138 = torch.mul(v137, v91)
+    v139 = torch.add(v138, 4.1612045709407986e-13)
+    v140 = torch.mul(v139, v91)
+    v141 = torch.sub(v140, 4.033673721982887e-13)
+    v142 = torch.mul(v141, v91)
+    v143 = torch.add(v142, 3.2851084884969546e-13)
+    v144 = torch.mul(v143, v91)
+    v145 = torch.sub(v144, 2.1878934090365517e-13)
+    v146 = torch.mul(v145, v91)
+    v147 = torch.add(v146, 1.1450873185389138e-13)
+    v148 = torch.mul(v147, v91)
+    v149 = torch.sub(v148, 4.419242704668975e-14)
+    v150 = torch.mul(v149, v91)
+    v151 = torch.add(v150, 1.118795621435182e-14)
+    v152 = torch.mul(v151, v91)
+    v153 = torch.sub(v152, 1.3945171466592653e-15)
+    v154 = torch.where(x < 8.4, v153, v90)
+    v155 = torch.where(x < 6.7497773, v90, v154)
+    v156 = torch.where(x < -2.73, v86, v155)
+    value = torch.where(x < -1.3407807929942597e+154, v3, v156)
     return value
 
 

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from codegen.stabilize.candidates import SymPyTimeout, time_limit
-from codegen.timebound import budgeted_limit, work_budget
+from codegen.timebound import budgeted_limit, charged, time_left, work_budget
 
 
 def _spin(seconds: float) -> None:
@@ -61,3 +61,13 @@ def test_a_call_outside_any_budget_keeps_its_own_bound():
     with work_budget(limits=0.1):
         with budgeted_limit(1.0, "series"):  # a kind the budget does not name
             _spin(0.3)
+
+
+def test_charged_stages_spend_a_budget_without_being_stopped():
+    """A refining stage runs to its end, and what it spent is gone for the next one."""
+    assert time_left("refine") == float("inf")  # outside a budget nothing is skipped
+    with work_budget(refine=0.2):
+        with charged("refine"):
+            _spin(0.3)  # not stopped: only charged
+        assert time_left("refine") < 0
+        assert time_left("series") == float("inf")

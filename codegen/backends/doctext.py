@@ -31,7 +31,7 @@ def describe_form(form) -> str:
             *(repr(b) + ("]" if form.is_closed(i) else ")") for i, b in enumerate(form.bounds)),
             "inf)",
         ]
-        named = free_symbols(form) != {form.arg}  # several args: say which one is split
+        named = free_symbols(form) != {form.arg}  # several args: say what is split
         pieces = [
             f"{_interval(lo, hi, form.arg if named else None)}: {_piece(f)}"
             for lo, hi, f in zip(lows, highs, form.forms)

@@ -24,6 +24,8 @@ from sympy.codegen.cfunctions import expm1, hypot, log1p
 from codegen.front.gamma import fast_polygamma, gamma_difference
 from codegen.front.rounding import (
     compensation,
+    exponent_error,
+    exponent_error_values,
     square_head,
     square_head_values,
     two_sum_compensation,
@@ -326,6 +328,8 @@ INTERNAL_FUNCTIONS: dict[str, FunctionInfo] = {
     ),
     # lowered as a composite (TwoSum); 0 in exact arithmetic
     "compensation": FunctionInfo("compensation", compensation, "", two_sum_compensation),
+    # lowered as a composite (the log-derivative times the exponent's rounding); 0 exactly
+    "exponent_error": FunctionInfo("exponent_error", exponent_error, "", exponent_error_values),
     # lowered as a composite (round(256 u)/256); u in exact arithmetic
     "square_head": FunctionInfo("square_head", square_head, "", square_head_values),
 }

@@ -1,9 +1,10 @@
 """Rounding errors made exact, as functions of hogen's own.
 
 In: nothing. Out: SymPy function classes and their NumPy mirrors:
-`compensation(slope, a, b)` = slope * ((a + b) - fl(a + b)), and `square_head(u, limit)`, a head of
-u whose square is exact (`stabilize/squares.py`); and `opened`, a form without the
-UnevaluatedExpr guards that keep SymPy from regrouping what the form rounds.
+`compensation(slope, a, b)` = slope * ((a + b) - fl(a + b)), `exponent_error(u, p)` =
+u**p - u**h with h a float near p, and `square_head(u, limit)`, a head of u whose square is exact
+(`stabilize/squares.py`); and `opened`, a form without the UnevaluatedExpr guards that keep
+SymPy from regrouping what the form rounds.
 
 `compensation`: In exact arithmetic the error is 0, so a form written with
 it equals the derivative (the exact reference evaluates it as 0); in floating point it is
@@ -46,6 +47,50 @@ def two_sum_compensation(slope: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.
         b_part = s - a
         product = slope * ((a - (s - b_part)) + (b - b_part))
         return np.where(np.abs(product) < np.inf, product, np.zeros_like(product))
+
+
+EXPONENT_PLACES = 20  # exponent heads have at most 23 significant bits for |p| < 8
+
+
+class exponent_error(sp.Function):  # noqa: N801 - SymPy function classes are lower case
+    """u**p - u**h, h = `exponent_head(p)`: what pow(u, h) misses of u**p. A rational p that
+    is not a float (1/3, -2/3) is rounded as the constant of pow(u, p), in float32 further
+    than in float64, and u**p is then off by |p - fl(p)| * |log u| relative: 5.8 bits of
+    u**(1/3) at u = 1e300 in float64. h is exact in both dtypes, so u**h + exponent_error(u,
+    p) is u**p exactly, and the error is computed as u**h * expm1((p - h) * log(u))."""
+
+    nargs = 2
+
+    def fdiff(self, argindex=1):
+        u, p = self.args
+        h = exponent_head(p)
+        return p * u ** (p - 1) - h * u ** (h - 1) if argindex == 1 else sp.S.Zero
+
+    @classmethod
+    def eval(cls, u, p):
+        if not p.is_Rational or exponent_head(p) == p:
+            return sp.S.Zero
+        return None
+
+    def _eval_evalf(self, prec):
+        u, p = self.args
+        return (u**p - u ** exponent_head(p)).evalf(prec)
+
+
+def exponent_head(p: sp.Rational) -> sp.Rational:
+    """p rounded to `EXPONENT_PLACES` binary places: a float in float32 and float64."""
+    scale = 2**EXPONENT_PLACES
+    return sp.Rational(round(p * scale), scale)
+
+
+def exponent_error_values(u: np.ndarray, p) -> np.ndarray:
+    """`exponent_error` in the array's dtype, as the lowering computes it."""
+    p = sp.Rational(p)
+    head = exponent_head(p)
+    tail, head = u.dtype.type(float(p - head)), u.dtype.type(float(head))
+    with np.errstate(all="ignore"):
+        error = np.power(u, head) * np.expm1(np.log(u) * tail)
+        return np.where(np.abs(error) < np.inf, error, np.zeros_like(error))
 
 
 SQUARE_HEAD_SCALE = 256.0  # heads are multiples of 1/256

@@ -19,6 +19,7 @@ import flint
 import sympy as sp
 
 from codegen.front.functions import by_class
+from codegen.front.rounding import EXPONENT_PLACES
 
 try:
     from sympy.codegen.numpy_nodes import logaddexp
@@ -94,6 +95,13 @@ def _erfc(u):
     return u.erfc()
 
 
+def _exponent_error(u, p):
+    """u**p - u**h, h = p to `EXPONENT_PLACES` binary places (front/rounding)."""
+    scale = 2**EXPONENT_PLACES
+    head = flint.arb(round(float(p.mid()) * scale)) / scale
+    return u**p - u**head
+
+
 def _method(name: str):
     return lambda u: getattr(u, name)()
 
@@ -136,6 +144,7 @@ _ARB_FUNCS = {
     "erfc": _erfc,
     "gamma_difference": lambda n, u, d: _gamma_family(n, u) - _gamma_family(n, u + d),
     "compensation": lambda slope, a, b: flint.arb(0),  # times a rounding error: 0 exactly
+    "exponent_error": lambda u, p: _exponent_error(u, p),
     "square_head": lambda u, limit: u,  # any head is an identity where it is used
 }
 _OVERFLOWS = frozenset({"exp", "expm1", "sinh", "cosh", "erfcx"})

@@ -38,7 +38,7 @@ def _expansion(expr: sp.Expr, arg: sp.Symbol, point) -> sp.Expr | None:
     """The expansion at +oo, in x; at -oo, of f(-y) at +oo, in y = -x (SymPy expands at +oo
     more often, and logs of y need no I)."""
     flip = point is not sp.oo
-    prepared = apply_rules(plain(expr.subs(arg, -arg) if flip else expr), _SCALED)[0]
+    prepared = apply_rules(plain(expr.subs(arg, -arg) if flip else expr), _SCALED, ())[0]
     try:  # the whole expansion under one bound: expanding a long series can cost more
         with budgeted_limit(SECONDS, "series"):
             series = sp.series(prepared, arg, sp.oo, ORDER).removeO()

@@ -220,8 +220,9 @@ def series_forms(expr: sp.Expr, arg: sp.Symbol, point: int = 0) -> list[tuple[st
     try:
         with budgeted_limit(SERIES_SECONDS, "series"):
             longest = sp.series(expr, arg, point, max(SERIES_TERMS)).removeO()
-            if longest.has(sp.log, sp.Order, sp.I) or not longest.is_polynomial(arg):
-                return []  # I: complex at 0
+            in_arg = [f for f in longest.atoms(sp.log) if arg in f.free_symbols]
+            if in_arg or longest.has(sp.Order, sp.I) or not longest.is_polynomial(arg):
+                return []  # log(arg): no Taylor series; I: complex at 0
             return _truncations(sp.Poly(longest, arg), arg)
     except (Exception, SymPyTimeout):  # noqa: BLE001 - SymPy raises many kinds
         return []

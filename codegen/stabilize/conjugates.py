@@ -79,12 +79,48 @@ def _rewrite(expr: sp.Expr) -> sp.Expr:
     return expr.replace(is_target, _conjugate)
 
 
+def _root_of_quotient(piece: sp.Expr, exp: sp.Rational) -> sp.Expr:
+    """piece**exp (exp = k/2) with the root taken of a numerator that is a square apart:
+    sqrt(y**2/(x + h)) as |y|/sqrt(x + h), whose y**2/(x + h) would underflow first."""
+    numerator, denominator = sp.fraction(sp.together(piece.doit()))
+    if numerator.could_extract_minus_sign():
+        numerator, denominator = -numerator, -denominator
+    coeff, rest = numerator.as_coeff_Mul()
+    powers = rest.as_powers_dict()
+    if coeff <= 0 or not powers or any(not (k.is_Integer and k % 2 == 0) for k in powers.values()):
+        return piece**exp
+    root = sp.sqrt(coeff) * sp.Mul(*(sp.Abs(b) ** (k // 2) for b, k in powers.items()))
+    return (root / sp.sqrt(denominator)) ** (2 * exp)
+
+
+def _roots_of_conjugates(form: sp.Expr) -> sp.Expr:
+    """Square roots of conjugates (the quotients `_over` builds) taken of their parts."""
+
+    def is_target(n) -> bool:
+        half = n.is_Pow and n.exp.is_Rational and n.exp.q == 2  # sqrt, 1/sqrt, **(-3/2)
+        return half and n.base.has(sp.UnevaluatedExpr)
+
+    return form.replace(is_target, lambda n: _root_of_quotient(n.base, n.exp))
+
+
+def _folded(form: sp.Expr) -> sp.Expr:
+    """`form` with the factors around its one Piecewise moved into the pieces (y*[../|y|]
+    as [y/|y|*..], which the rules turn into sign(y)); unchanged with several."""
+    if len(form.atoms(sp.Piecewise)) != 1:
+        return form
+    return sp.piecewise_fold(form)
+
+
 def _forms(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
     out = []
     for label, variant in (("conjugate", expr), ("together+conjugate", sp.together(expr))):
         form = _rewrite(variant)
-        if form != variant:  # a constant sign leaves one piece: sqrt(1 + x) - 1 -> x/(...)
-            out.append((label, form))
+        if form == variant:
+            continue
+        rooted = _roots_of_conjugates(form)  # in place of the form: never less accurate
+        if rooted != form:
+            form, label = _folded(rooted), f"{label}+roots of parts"
+        out.append((label, form))  # a constant sign leaves one piece: sqrt(1 + x) - 1 -> x/(...)
     return out
 
 

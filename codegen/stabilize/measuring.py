@@ -58,7 +58,7 @@ def param_values(spec: Spec) -> dict[sp.Symbol, sp.Expr]:
 def _with_params(form, values):
     if isinstance(form, Regimes):
         forms = tuple(_with_params(f, values) for f in form.forms)
-        return Regimes(form.arg, form.bounds, forms, form.closed)
+        return Regimes(form.arg.subs(values), form.bounds, forms, form.closed)
     if isinstance(form, Pieces):
         conds = tuple(c.subs(values) for c in form.conds)
         exact = tuple(e.subs(values) for e in form.exact)

@@ -23,7 +23,7 @@ import sympy as sp
 from codegen.lower import op_count
 from codegen.stabilize.asymptotic import asymptotic_forms
 from codegen.stabilize.candidates import series_candidates
-from codegen.stabilize.compensated import compensated
+from codegen.stabilize.compensated import compensated, exact_exponents
 from codegen.stabilize.homogeneous import homogeneous_forms
 from codegen.stabilize.local_series import local_series_forms
 from codegen.stabilize.measuring import Candidate, Samples
@@ -103,6 +103,7 @@ def scaled_forms(tried, bits: dict, samples: Samples, args) -> list[tuple[str, s
 def _error_free_versions(form: sp.Expr, args) -> list[tuple[str, sp.Expr]]:
     split = square_split(form)
     versions = [("exact squares", split), ("compensated", compensated(form, args))]
+    versions.append(("exact exponents", exact_exponents(form)))
     if split is not None:
         versions.append(("exact squares+compensated", compensated(split, args)))
     return [(label, version) for label, version in versions if version is not None]

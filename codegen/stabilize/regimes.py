@@ -17,6 +17,7 @@ splitting (`needs_regimes`), and the derivative as written outside a finite doma
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -41,17 +42,21 @@ class RegimeChoice:
 
 
 def _merged(
-    bits: dict, points: dict, labels: list[str], column: int
+    bits: dict, points: dict, labels: list[str], coordinate
 ) -> tuple[np.ndarray, np.ndarray]:
     xs, costs = [], []
     for dtype, pts in points.items():
-        xs.append(pts[:, column].astype(np.float64))
+        xs.append(coordinate(pts))
         rows = [_cost(bits[label][dtype]) for label in labels]
         costs.append(np.stack(rows))
     x = np.concatenate(xs)
     cost = np.concatenate(costs, axis=1)
     order = np.argsort(x, kind="stable")
     return x[order], cost[:, order]
+
+
+def _column(points: np.ndarray, column: int) -> np.ndarray:
+    return points[:, column].astype(np.float64)
 
 
 def _cost(bits: np.ndarray) -> np.ndarray:
@@ -158,15 +163,20 @@ def complementary_labels(ranked, bits: dict, points: dict, most: int) -> list[st
     return labels
 
 
-def best_regimes(tried, bits: dict, points: dict, arg, column: int = 0) -> RegimeChoice | None:
+def best_regimes(
+    tried, bits: dict, points: dict, arg, column: int = 0, coordinate=None
+) -> RegimeChoice | None:
     """The best piecewise combination of the measured candidates, split on `arg` (the points'
-    `column`), or None."""
+    `column`, or where `arg` is an expression of several args, `coordinate(points)`), or
+    None."""
+    if coordinate is None:
+        coordinate = functools.partial(_column, column=column)
     ranked = sorted(tried, key=lambda c: sum(np.nansum(bits[c.label][d]) for d in points))
     labels = useful_labels(ranked, bits, points)
     # Series are accurate only near their point, so their totals rank them last: all join.
     labels += [c.label for c in ranked if c.label.startswith("series") and c.label not in labels]
     forms = {c.label: c.form for c in ranked}
-    x, cost = _merged(bits, points, labels, column)
+    x, cost = _merged(bits, points, labels, coordinate)
     pieces = _split_points(MAX_PIECES, x, cost)
     merged = []
     for start, form in pieces:

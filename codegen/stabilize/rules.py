@@ -68,6 +68,47 @@ def _expm1(node):
     return None
 
 
+def _pow_expm1(node):
+    """u**a - 1 -> expm1(a*log(u)) for an exponent that is not a number: u**a rounds to 1
+    when a*log(u) is tiny, and the difference keeps none of its digits."""
+    for constant, others, coeff, factor in _constant_terms(node):
+        if factor.is_Pow and not factor.exp.is_number and coeff == -constant:
+            return coeff * expm1(factor.exp * sp.log(factor.base)) + others
+    return None
+
+
+ERF_SATURATES = 6  # erf(6) rounds to 1 in float32 and float64
+
+
+def _erf_saturate(node):
+    """erf(u) -> erf(u clamped to [-6, 6]): the same value in both dtypes, and TensorFlow's
+    float64 erf squares u, so it is NaN once |u| passes 1e154."""
+    if node.func is sp.erf and not isinstance(node.args[0], (sp.Max, sp.Min)):
+        u = node.args[0]
+        if not u.is_number:
+            return sp.erf(sp.Max(-ERF_SATURATES, sp.Min(ERF_SATURATES, u)))
+    return None
+
+
+def _abs_ratio(node):
+    """u**a * |u|**b -> sign(u)**a * |u|**(a + b) for integers a, b: y*sqrt(v)/|y| is
+    sign(y)*sqrt(v), where sqrt(v)/|y| alone would overflow."""
+    if not node.is_Mul:
+        return None
+    factors = [f.as_base_exp() for f in node.args]
+    if not any(base.func is sp.Abs for base, _ in factors):
+        return None
+    for base, a in factors:
+        if not (a.is_Integer and not base.is_number and base.func is not sp.Abs):
+            continue
+        absolute = sp.Abs(base)  # SymPy drops Abs of what it knows is not negative
+        for other, b in factors:
+            if other.func is sp.Abs and other == absolute and b.is_Integer:
+                rest = node / (base**a * other**b)
+                return rest * sp.sign(base) ** (a % 2) * other ** (a + b)
+    return None
+
+
 def _softplus(node):
     if node.func is log1p and node.args[0].func is sp.exp:
         return softplus(node.args[0].args[0])
@@ -252,7 +293,9 @@ STABLE_RULES: tuple[Rule, ...] = (
     Rule("log1p", "log(1 + u) = log1p(u)", _log1p),
     Rule("expm1", "exp(u) - 1 = expm1(u)", _expm1),
     Rule("pow_log1p", "(1 + u)**a = exp(a*log1p(u))", _pow_log1p),
+    Rule("pow_expm1", "u**a - 1 = expm1(a*log(u))", _pow_expm1),
     Rule("softplus", "log1p(exp(u)) = softplus(u)", _softplus),
+    Rule("abs_ratio", "u**a * |u|**b = sign(u)**a * |u|**(a + b)", _abs_ratio),
     Rule("sigmoid", "1/(1 + exp(v))**n = sigmoid(-v)**n", _sigmoid_of_reciprocal),
     Rule("exp_sigmoid", "exp(v)*sigmoid(-v) = sigmoid(v)", _exp_times_sigmoid),
     Rule(
@@ -279,6 +322,12 @@ STABLE_RULES: tuple[Rule, ...] = (
         _inverse_hyperbolic,
     ),
     Rule("sech_squared", "1 - tanh(u)**2 = 4 sigmoid(2u) sigmoid(-2u)", _sech_squared),
+)
+
+# Applied once the rules above are done: their patterns must still see the bare function
+# (1 + erf(u) is erfc(-u); a clamped u there would be wrong).
+FINAL_RULES: tuple[Rule, ...] = (
+    Rule("erf_saturate", "erf(u) = erf(min(max(u, -6), 6))", _erf_saturate),
 )
 
 
@@ -316,7 +365,9 @@ def rewrite_node(
     return node, used
 
 
-def apply_rules(expr: sp.Expr, rules: tuple[Rule, ...] = STABLE_RULES) -> tuple[sp.Expr, tuple]:
+def apply_rules(
+    expr: sp.Expr, rules: tuple[Rule, ...] = STABLE_RULES, final: tuple[Rule, ...] = FINAL_RULES
+) -> tuple[sp.Expr, tuple]:
     """`expr` rewritten by `rules` to a fixed point, and the sorted names of the rules used.
 
     Where SymPy recurses without end building a rewritten node (Abs of some products of
@@ -324,6 +375,7 @@ def apply_rules(expr: sp.Expr, rules: tuple[Rule, ...] = STABLE_RULES) -> tuple[
     """
     try:
         out, used = rewrite_node(expr, rules)
+        out, last = rewrite_node(out, final)
     except RecursionError:
         return expr, ()
-    return out, tuple(sorted(set(used)))
+    return out, tuple(sorted({*used, *last}))

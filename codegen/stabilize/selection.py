@@ -16,6 +16,7 @@ series and one-term approximations joining the pieces. float32 may get a form of
 from __future__ import annotations
 
 import functools
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 
 import sympy as sp
@@ -52,15 +53,19 @@ from codegen.stabilize.regimes import (
     outside_domain,
     regime_columns,
 )
-from codegen.timebound import work_budget
+from codegen.stabilize.split_on import coordinate, split_expressions, within_domain
+from codegen.timebound import charged, time_left, work_budget
 
 SAMPLES = 2000  # the points `hogen verify` scores by default (docs/design.md: a fixed seed)
 PROMISE_KEYS = 4  # the rank's leading keys that count broken promises, not finer accuracy
 MARGIN_BITS = 2.0  # a p99 this close to the limit is worth regimes too
 # CPU seconds one build's series and expansions at infinity share, and its limits: the
 # library's builds spend at most 12 and 3 (lbeta); a two-arg spec whose every expansion runs
-# to its own bound spent 57 and 13 (100*((1 + i/n)**n - 1)/(i/n))
-SERIES_BUDGET_SECONDS = 25.0
+# to its own bound spent 57 and 13 (100*((1 + i/n)**n - 1)/(i/n)). Stages of a spec of
+# several args that only refine a form share REFINE_BUDGET_SECONDS: the library spends 0.1,
+# sqrt(sqrt(x**2 + y**2) - x), whose second derivatives break the promise, spent 16 of 58.
+SERIES_BUDGET_SECONDS = 18.0
+REFINE_BUDGET_SECONDS = 12.0
 LIMITS_BUDGET_SECONDS = 10.0
 
 
@@ -143,30 +148,43 @@ def _checked_equal(form, exact: sp.Expr, spec: Spec, in_domain: bool = False) ->
 def _best(spec: Spec, partial: Partial, samples: Samples, forms, promoted: bool):
     """(best candidate, every candidate measured), with regimes where no single form keeps
     the promise with a margin: on the one arg the partial depends on (with series there), or
-    on each of its args in turn."""
+    on each of its args in turn, then on a product of args. Stages of a spec of several args
+    that only refine (scaled args, last-order series, products) share `REFINE_BUDGET_SECONDS`:
+    one that would start with nothing left is skipped."""
     tried, bits = [], {}
+    best = _measure_all(forms, spec, samples, promoted, (tried, bits))
+    if needs_regimes(best, MARGIN_BITS):
+        found = compensated_forms(tried, spec.arg_symbols)
+        best = _measure_all(found, spec, samples, promoted, (tried, bits))
+    multi = len(spec.args) > 1
+    if needs_regimes(best, MARGIN_BITS) and multi and time_left("refine") > 0:
+        with charged("refine"):
+            found = scaled_forms(tried, bits, samples, spec.arg_symbols)
+            best = _measure_all(found, spec, samples, promoted, (tried, bits))
+    columns = regime_columns(spec, partial)
+    for column in columns if needs_regimes(best, MARGIN_BITS) else ():
+        # series of a multi-arg last order cost most of a build: only where the best form
+        # breaks the promise, not merely its margin, and while the refine budget lasts
+        last = not best.keeps_promise() and time_left("refine") > 0
+        alone = len(columns) == 1
+        with_series = alone or partial.order < spec.order or last
+        split_on = Split(column, alone, with_series)
+        with charged("refine") if multi and partial.order == spec.order else nullcontext():
+            best = _with_regimes(spec, partial, samples, (tried, bits), best, split_on, promoted)
+    for monomial in split_expressions(partial.expr, spec.arg_symbols) if len(columns) > 1 else ():
+        if needs_regimes(best, MARGIN_BITS) and time_left("refine") > 0:
+            with charged("refine"):
+                best = _split_on_expression(spec, partial, samples, (tried, bits), best, monomial)
+    return best, tuple(tried)
+
+
+def _measure_all(forms, spec, samples, promoted, measured_so_far) -> Candidate:
+    """Measure `forms` into `measured_so_far` (tried, per-point bits); the best tried."""
+    tried, bits = measured_so_far
     for label, form in forms:
         candidate, bits[label] = measured(label, form, spec, samples, promoted)
         tried.append(candidate)
-    best = min(tried, key=Candidate.rank)
-    if needs_regimes(best, MARGIN_BITS):
-        for label, form in compensated_forms(tried, spec.arg_symbols):
-            candidate, bits[label] = measured(label, form, spec, samples, promoted)
-            tried.append(candidate)
-        best = min(tried, key=Candidate.rank)
-    if needs_regimes(best, MARGIN_BITS) and len(spec.args) > 1:
-        for label, form in scaled_forms(tried, bits, samples, spec.arg_symbols):
-            candidate, bits[label] = measured(label, form, spec, samples, promoted)
-            tried.append(candidate)
-        best = min(tried, key=Candidate.rank)
-    columns = regime_columns(spec, partial)
-    if needs_regimes(best, MARGIN_BITS):
-        for column in columns:
-            # series of a multi-arg last order cost most of a build and rarely win there
-            with_series = len(columns) == 1 or partial.order < spec.order
-            split_on = Split(column, len(columns) == 1, with_series)
-            best = _with_regimes(spec, partial, samples, (tried, bits), best, split_on, promoted)
-    return best, tuple(tried)
+    return min(tried, key=Candidate.rank)
 
 
 @dataclass(frozen=True)
@@ -207,6 +225,23 @@ def _with_regimes(spec, partial, samples, measured_so_far, best, split_on: Split
     # pieces cost ops and selects: only to fix what breaks, or to leave the margin
     keys = PROMISE_KEYS + (0 if not best.keeps_promise() else 1)
     return piecewise if piecewise.rank()[:keys] < best.rank()[:keys] else best
+
+
+def _split_on_expression(spec, partial, samples, measured_so_far, best, monomial):
+    """`best`, or regimes split on the value of `monomial` (x*y) that beat it, from the forms
+    measured so far (the series in each arg among them)."""
+    tried, bits = measured_so_far
+    plain = [c for c in tried if c.label in bits]
+    at = coordinate(monomial, spec.arg_symbols)
+    joint = best_regimes(plain, bits, samples.points, monomial, coordinate=at)
+    if joint is None:
+        return best
+    form = within_domain(joint.form, spec.arg_symbols, spec.domain, partial.expr)
+    label = f"regimes in {sp.sstr(monomial)}({joint.label})"
+    candidate, _ = measured(label, form, spec, samples)
+    tried.append(candidate)
+    keys = PROMISE_KEYS + (0 if not best.keeps_promise() else 1)
+    return candidate if candidate.rank()[:keys] < best.rank()[:keys] else best
 
 
 def choose(
@@ -288,7 +323,8 @@ def stabilize(derivatives: Derivatives) -> StableForms:
     """
     series_forms_at.cache_clear()
     clear_limits()
-    with work_budget(series=SERIES_BUDGET_SECONDS, limits=LIMITS_BUDGET_SECONDS):
+    budgets = {"refine": REFINE_BUDGET_SECONDS}
+    with work_budget(series=SERIES_BUDGET_SECONDS, limits=LIMITS_BUDGET_SECONDS, **budgets):
         return _stabilized(derivatives)
 
 

@@ -1,0 +1,74 @@
+"""Expressions of several args that regimes may split on (issue 13, kind 1).
+
+In: a partial's expression, the spec's args, sample points. Out: `split_expressions`, the
+products and quotients of two or more args that occur in the expression (x*y in
+log(1 + x*y)/y, i/n in (1 + i/n)**n), in a fixed order; `coordinate`, the values of one
+of them at sample points: the line `regimes.best_regimes` splits; `within_domain`, a form
+split on one of them that leaves points outside a finite domain to the derivative as
+written.
+
+Why: one arg's thresholds cannot follow a boundary like |x*y| = 0.1, where a series in y
+stops being accurate for every x at once, while the closed form cancels for every smaller
+|x*y|.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import sympy as sp
+
+from codegen.lower import Regimes
+from codegen.stabilize.regimes import outside_domain
+
+MAX_SPLIT_EXPRESSIONS = 3
+MAX_POWER = 2  # x*y, x/y, x**2/y; not x**5*y
+
+
+def split_expressions(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[sp.Expr]:
+    """The monomials in two or more of `args` (integer powers up to `MAX_POWER`, no
+    coefficient) that occur in `expr` as a product, simplest first."""
+    found = set()
+    for node in sp.preorder_traversal(expr):
+        if node.is_Mul:
+            monomial = _monomial(node, args)
+            if monomial is not None:
+                found.add(monomial)
+    ranked = sorted(found, key=lambda m: (sp.count_ops(m), sp.default_sort_key(m)))
+    return ranked[:MAX_SPLIT_EXPRESSIONS]
+
+
+def _monomial(node: sp.Mul, args) -> sp.Expr | None:
+    _, rest = node.as_coeff_Mul()
+    powers = rest.as_powers_dict()
+    if len(powers) < 2:
+        return None
+    for base, exp in powers.items():
+        if base not in args or not exp.is_Integer or abs(exp) > MAX_POWER:
+            return None
+    return rest
+
+
+def coordinate(monomial: sp.Expr, args: tuple[sp.Symbol, ...]):
+    """A function of sample points (one column per arg) giving `monomial`'s values in
+    float64: inf where they overflow, NaN for 0 * inf."""
+    powers = monomial.as_powers_dict()
+    exponents = [int(powers.get(arg, 0)) for arg in args]
+
+    def values(points: np.ndarray) -> np.ndarray:
+        out = np.ones(len(points))
+        with np.errstate(all="ignore"):
+            for column, k in enumerate(exponents):
+                if k:
+                    out = out * points[:, column].astype(np.float64) ** k
+        return out
+
+    return values
+
+
+def within_domain(form: Regimes, args, domains, exact: sp.Expr) -> Regimes:
+    """`form` (split on an expression), inside one select per arg with a finite end that
+    gives the points beyond it the derivative as written (`regimes.outside_domain`)."""
+    for arg, domain in zip(args, domains):
+        if np.isfinite(domain).any():
+            form = outside_domain(Regimes(arg, (), (form,)), domain, exact)
+    return form
