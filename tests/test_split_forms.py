@@ -9,6 +9,8 @@ on a product of args on its own.
 
 from __future__ import annotations
 
+import math
+
 import mpmath
 import numpy as np
 import sympy as sp
@@ -124,3 +126,14 @@ def test_powers_with_a_rounded_exponent_are_made_exact():
             assert errors["plain"].mean() > 2.0
         at_ends = run(lower([form], {u: "u"}), {"u": np.array([0.0, np.inf], dtype)}, dtype)[0]
         assert at_ends.tolist() == [np.inf, 0.0]  # u**(-2/3) at 0 and inf
+
+
+def test_a_series_too_slow_to_sixteen_terms_is_taken_to_six():
+    """(1 + x*y)**(1/y)'s f_y in y at 0 does not reach 16 terms in its bound; 6 do, and the
+    polynomial is exact in the limit y -> 0 where the closed form cancels."""
+    f_y = sp.diff((1 + x * y) ** (1 / y), y)
+    forms = dict(series_forms(f_y, y))
+    assert set(forms) == {"series x<3>", "series x<6>"}
+    rows = np.array([[-1.0, 1e-300], [0.75, 1e-30]])
+    exact = [-0.5 * a * a * math.exp(a) for a, _ in rows]  # the limit; y is below an ulp of it
+    assert _bits(_float64(forms["series x<6>"], (x, y), rows), exact).max() <= 1.0

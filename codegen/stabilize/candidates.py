@@ -40,7 +40,9 @@ SERIES_TERMS = (3, 6, 10, 16)
 # SymPy's series has no size bound (exp(exp(x)) to 16 terms runs for minutes): past this
 # many seconds of CPU time the series candidates are skipped. Typical series take well under
 # a second.
+FALLBACK_SERIES_TERMS = 6  # where the longest series does not finish in its bound
 SERIES_SECONDS = 5.0  # the library's slowest, log_ndtr's f'', takes 2.2: twice that, and more
+OTHER_SYMBOLS_SERIES_SECONDS = 2.5  # the library's slowest with other args in it: 0.4
 VARIANT_SECONDS = 3.0  # each of cancel, factor, simplify, collect of one derivative
 # A rewrite more than this many times the size of the derivative is dropped: factor writes
 # 1 + exp(-851*x/500) as a polynomial of degree 851 in exp(x/500), cyclotomic factors and all
@@ -216,21 +218,37 @@ def series_forms(expr: sp.Expr, arg: sp.Symbol, point: int = 0) -> list[tuple[st
     """Taylor polynomials of `expr` about `point`, several degrees, for cancellation near it.
 
     The expansion and the polynomial in `arg` are built under one bound: with other args in
-    the coefficients, building the polynomial can cost more than the series."""
-    try:
-        with budgeted_limit(SERIES_SECONDS, "series"):
-            longest = sp.series(expr, arg, point, max(SERIES_TERMS)).removeO()
-            in_arg = [f for f in longest.atoms(sp.log) if arg in f.free_symbols]
-            if in_arg or longest.has(sp.Order, sp.I) or not longest.is_polynomial(arg):
-                return []  # log(arg): no Taylor series; I: complex at 0
-            return _truncations(sp.Poly(longest, arg), arg)
-    except (Exception, SymPyTimeout):  # noqa: BLE001 - SymPy raises many kinds
-        return []
+    the coefficients, building the polynomial can cost more than the series. Where the
+    longest does not finish in it, a shorter one may: (1 + x*y)**(1/y)'s f_y in y takes
+    over 5 s to 16 terms, 1 s to 6; with other symbols in the coefficients the longest gets
+    a shorter bound (lbeta's, which never finish, spent 10 of its 12 s)."""
+    others = bool(expr.free_symbols - {arg})
+    longest_seconds = OTHER_SYMBOLS_SERIES_SECONDS if others else SERIES_SECONDS
+    for terms, seconds in (
+        (max(SERIES_TERMS), longest_seconds),
+        (FALLBACK_SERIES_TERMS, SERIES_SECONDS),
+    ):
+        try:
+            with budgeted_limit(seconds, "series"):
+                return _taylor(expr, arg, point, terms)
+        except SymPyTimeout:
+            continue
+        except Exception:  # noqa: BLE001 - SymPy raises many kinds
+            return []
+    return []
 
 
-def _truncations(poly: sp.Poly, arg: sp.Symbol) -> list[tuple[str, sp.Expr]]:
+def _taylor(expr: sp.Expr, arg: sp.Symbol, point: int, terms: int) -> list[tuple[str, sp.Expr]]:
+    longest = sp.series(expr, arg, point, terms).removeO()
+    in_arg = [f for f in longest.atoms(sp.log) if arg in f.free_symbols]
+    if in_arg or longest.has(sp.Order, sp.I) or not longest.is_polynomial(arg):
+        return []  # log(arg): no Taylor series; I: complex at 0
+    return _truncations(sp.Poly(longest, arg), arg, terms)
+
+
+def _truncations(poly: sp.Poly, arg: sp.Symbol, most: int) -> list[tuple[str, sp.Expr]]:
     out = []
-    for terms in SERIES_TERMS:
+    for terms in (t for t in SERIES_TERMS if t <= most):
         truncated = sum(
             (coeff * arg**power for (power,), coeff in poly.terms() if power < terms), sp.S.Zero
         )
