@@ -96,7 +96,7 @@ def budgeted_limit(seconds: float, kind: str):
     """`time_limit(seconds)`, cut to what is left of the innermost `work_budget` of `kind`
     and charged to it; SymPyTimeout at once where nothing is left. Outside a budget for
     `kind`, `time_limit`."""
-    budget = _BUDGETS[-1] if _BUDGETS and kind in _BUDGETS[-1] else None
+    budget = _budget(kind)
     if budget is None:
         with time_limit(seconds):
             yield
@@ -111,9 +111,14 @@ def budgeted_limit(seconds: float, kind: str):
         budget[kind] -= time.process_time() - start
 
 
+def _budget(kind: str) -> dict | None:
+    """The innermost `work_budget`, if it names `kind`."""
+    return _BUDGETS[-1] if _BUDGETS and kind in _BUDGETS[-1] else None
+
+
 def time_left(kind: str) -> float:
     """What is left of the innermost `work_budget` of `kind` (inf outside one)."""
-    budget = _BUDGETS[-1] if _BUDGETS and kind in _BUDGETS[-1] else None
+    budget = _budget(kind)
     return float("inf") if budget is None else budget[kind]
 
 
@@ -121,7 +126,7 @@ def time_left(kind: str) -> float:
 def charged(kind: str):
     """Charge the CPU time spent inside to the innermost `work_budget` of `kind`, without
     bounding it."""
-    budget = _BUDGETS[-1] if _BUDGETS and kind in _BUDGETS[-1] else None
+    budget = _budget(kind)
     start = time.process_time()
     try:
         yield

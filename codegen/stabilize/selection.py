@@ -221,8 +221,13 @@ def _with_regimes(spec, partial, samples, measured_so_far, best, split_on: Split
             bits[label] = per_point  # what still breaks, the next arg's regimes may fix
     if joint is None:
         return best
-    piecewise = tried[-1 - len(per_dtype)]
-    # pieces cost ops and selects: only to fix what breaks, or to leave the margin
+    return _fixes_more(tried[-1 - len(per_dtype)], best)
+
+
+def _fixes_more(piecewise: Candidate, best: Candidate) -> Candidate:
+    """`piecewise` where it breaks fewer promise criteria than `best` (or, where `best` keeps
+    the promise, has fewer points over 8 bits); else `best`: pieces cost ops and selects,
+    only worth it to fix what breaks or to leave the margin."""
     keys = PROMISE_KEYS + (0 if not best.keeps_promise() else 1)
     return piecewise if piecewise.rank()[:keys] < best.rank()[:keys] else best
 
@@ -240,8 +245,7 @@ def _split_on_expression(spec, partial, samples, measured_so_far, best, monomial
     label = f"regimes in {sp.sstr(monomial)}({joint.label})"
     candidate, _ = measured(label, form, spec, samples)
     tried.append(candidate)
-    keys = PROMISE_KEYS + (0 if not best.keeps_promise() else 1)
-    return candidate if candidate.rank()[:keys] < best.rank()[:keys] else best
+    return _fixes_more(candidate, best)
 
 
 def choose(
@@ -323,8 +327,9 @@ def stabilize(derivatives: Derivatives) -> StableForms:
     """
     series_forms_at.cache_clear()
     clear_limits()
-    budgets = {"refine": REFINE_BUDGET_SECONDS}
-    with work_budget(series=SERIES_BUDGET_SECONDS, limits=LIMITS_BUDGET_SECONDS, **budgets):
+    with work_budget(
+        series=SERIES_BUDGET_SECONDS, limits=LIMITS_BUDGET_SECONDS, refine=REFINE_BUDGET_SECONDS
+    ):
         return _stabilized(derivatives)
 
 
