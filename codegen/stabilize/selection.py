@@ -174,7 +174,8 @@ def _best(spec: Spec, partial: Partial, samples: Samples, forms, promoted: bool)
     for monomial in split_expressions(partial.expr, spec.arg_symbols) if len(columns) > 1 else ():
         if needs_regimes(best, MARGIN_BITS) and time_left("refine") > 0:
             with charged("refine"):
-                best = _split_on_expression(spec, partial, samples, (tried, bits), best, monomial)
+                split = (monomial, promoted)
+                best = _split_on_expression(spec, partial, samples, (tried, bits), best, split)
     return best, tuple(tried)
 
 
@@ -232,10 +233,12 @@ def _fixes_more(piecewise: Candidate, best: Candidate) -> Candidate:
     return piecewise if piecewise.rank()[:keys] < best.rank()[:keys] else best
 
 
-def _split_on_expression(spec, partial, samples, measured_so_far, best, monomial):
+def _split_on_expression(spec, partial, samples, measured_so_far, best, split):
     """`best`, or regimes split on the value of `monomial` (x*y) that beat it, from the forms
-    measured so far (the series in each arg among them)."""
+    measured so far (the series in each arg among them); float32 measured as it ships
+    (`promoted`: computed in float64)."""
     tried, bits = measured_so_far
+    monomial, promoted = split
     plain = [c for c in tried if c.label in bits]
     at = coordinate(monomial, spec.arg_symbols)
     joint = best_regimes(plain, bits, samples.points, monomial, coordinate=at)
@@ -243,7 +246,7 @@ def _split_on_expression(spec, partial, samples, measured_so_far, best, monomial
         return best
     form = within_domain(joint.form, spec.arg_symbols, spec.domain, partial.expr)
     label = f"regimes in {sp.sstr(monomial)}({joint.label})"
-    candidate, _ = measured(label, form, spec, samples)
+    candidate, _ = measured(label, form, spec, samples, promoted)
     tried.append(candidate)
     return _fixes_more(candidate, best)
 
