@@ -71,3 +71,33 @@ def test_a_form_xla_would_reassociate_gets_one_it_leaves_alone():
         assert not rewritten_under_xla(program)
         got = run(program, point, "float64", "xla")[0][0]
         assert abs(got - want) <= 2.0**-48 * abs(want), (form, got, want)
+
+
+def _log_sigmoid_candidate_at(expr, value: float, dtype: str) -> list[float]:
+    """Values at x = `value` of every log-sigmoid candidate of `expr`."""
+    from codegen.stabilize.candidates import candidates
+
+    forms = [f for label, f in candidates(expr, (x,)) if "log-sigmoid" in label]
+    return [float(_at(f, {"x": [value]}, dtype)[0]) for f in forms]
+
+
+def test_log_sigmoid_forms_of_a_written_sigmoid():
+    """x*sigmoid(1.702*x)'s f'' at x = 416 in float64 is -9.4e-306, a normal number, while
+    sigmoid(-1.702*x) times x underflows first. The expression carries sigmoid itself (no
+    exp to rewrite), and its candidates still include the one-exp log-sigmoid form."""
+    expr = sp.diff(x * sigmoid(sp.Rational(851, 500) * x), x, 2)
+    want = float(expr.subs(x, 416).evalf(40))
+    got = _log_sigmoid_candidate_at(expr, 416.0, "float64")
+    assert 1e-307 < abs(want) < 1e-304
+    assert any(abs(g - want) <= 2.0**-30 * abs(want) for g in got), (got, want)
+
+
+def test_log_sigmoid_forms_after_rules_bring_sigmoid():
+    """x*tanh(x)'s f'' holds sech(x)**2, which a rule writes 4*sigmoid(2x)*sigmoid(-2x):
+    subnormal in float32 at x = 45 where the whole, -1.65e-37, is normal. The log-sigmoid
+    form of the rule's output is offered too."""
+    expr = sp.diff(x * sp.tanh(x), x, 2)
+    want = float(expr.subs(x, 45).evalf(40))
+    got = _log_sigmoid_candidate_at(expr, 45.0, "float32")
+    assert np.finfo(np.float32).tiny < abs(want) < 1e-36
+    assert any(abs(g - want) <= 2.0**-14 * abs(want) for g in got), (got, want)

@@ -270,6 +270,7 @@ def candidates(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[str, sp
             ruled = apply_rules(form)[0]  # x**2*sigmoid(u)*sigmoid(-u): x*(x*sigmoid(u))...
             raw += [(f"{label}+{name}+rules+{more}", f) for more, f in spread_forms(ruled)]
         raw += [(f"{label}+{name}", form) for name, form in difference_forms(variant, args)]
+        raw += [(f"{label}+{name}", form) for name, form in log_sigmoid_forms(variant)]
         raw += [(f"{label}+{name}", form) for name, form in absorbed_forms(variant)]
         raw += [(f"{label}+{name}", form) for name, form in reciprocal_forms(variant)]
         raw += [(f"{label}+{name}", form) for name, form in conjugate_forms(variant)]
@@ -341,4 +342,6 @@ def _rules_version(label: str, form: sp.Expr) -> list[tuple[str, sp.Expr]]:
     out = [(named, rewritten)]
     if rewritten.has(sp.exp) and not form.has(sp.exp):
         out += [(f"{named}+{name}", f) for name, f in absorbed_forms(rewritten)]
+    if rewritten.has(sigmoid) and not form.has(sigmoid):  # sech(x)**2 as 4*sigmoid(2x)*...
+        out += [(f"{named}+{name}", f) for name, f in log_sigmoid_forms(rewritten)]
     return out
