@@ -122,26 +122,24 @@ def _silu_d_x(x):
     """f' of silu.
 
     f' = x*exp(-x)/(1 + exp(-x))**2 + 1/(1 + exp(-x))
-    form (sympy+rules(exp_sigmoid,sigmoid)+log-sigmoid+absorb exp+limits at inf): at -inf: 0;
-        (-inf, inf): sign(x)*exp(log(Abs(x)) - softplus(-x) - softplus(x)) + exp(-softplus(-x));
-        at inf: 1
-    measured float32 mean 0.35 / p99 3.6 bits, float64 mean 0.37 / p99 5.9 bits
+    form (sympy+absorb exp+rules(log1p,sigmoid,softplus)+limits at inf): at -inf: 0; (-inf,
+        inf): sigmoid(x) + sign(x)*exp(-x + log(Abs(x)) - 2*softplus(-x)); at inf: 1
+    measured float32 mean 0.33 / p99 3.8 bits, float64 mean 0.40 / p99 6.0 bits
     """
     v0 = tf.math.sign(x)
     v1 = tf.math.abs(x)
     v2 = tf.math.log(v1)
-    v3 = tf.math.negative(x)
-    v4 = tf.math.softplus(v3)
-    v5 = tf.math.subtract(v2, v4)
-    v6 = tf.math.softplus(x)
-    v7 = tf.math.subtract(v5, v6)
+    v3 = tf.math.subtract(v2, x)
+    v4 = tf.math.negative(x)
+    v5 = tf.math.softplus(v4)
+    v6 = tf.math.multiply(v5, 2.0)
+    v7 = tf.math.subtract(v3, v6)
     v8 = tf.math.exp(v7)
     v9 = tf.math.multiply(v0, v8)
-    v10 = tf.math.negative(v4)
-    v11 = tf.math.exp(v10)
-    v12 = tf.math.add(v9, v11)
-    v13 = tf.where(tf.math.greater_equal(x, float("inf")), tf.constant(1.0, x.dtype), v12)
-    d_x = tf.where(tf.math.less_equal(x, float("-inf")), tf.constant(0.0, x.dtype), v13)
+    v10 = tf.math.sigmoid(x)
+    v11 = tf.math.add(v9, v10)
+    v12 = tf.where(tf.math.greater_equal(x, float("inf")), tf.constant(1.0, x.dtype), v11)
+    d_x = tf.where(tf.math.less_equal(x, float("-inf")), tf.constant(0.0, x.dtype), v12)
     return d_x
 
 

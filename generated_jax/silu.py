@@ -78,26 +78,24 @@ def _silu_d_x(x):
     """f' of silu.
 
     f' = x*exp(-x)/(1 + exp(-x))**2 + 1/(1 + exp(-x))
-    form (sympy+rules(exp_sigmoid,sigmoid)+log-sigmoid+absorb exp+limits at inf): at -inf: 0;
-        (-inf, inf): sign(x)*exp(log(Abs(x)) - softplus(-x) - softplus(x)) + exp(-softplus(-x));
-        at inf: 1
-    measured float32 mean 0.35 / p99 3.6 bits, float64 mean 0.37 / p99 5.9 bits
+    form (sympy+absorb exp+rules(log1p,sigmoid,softplus)+limits at inf): at -inf: 0; (-inf,
+        inf): sigmoid(x) + sign(x)*exp(-x + log(Abs(x)) - 2*softplus(-x)); at inf: 1
+    measured float32 mean 0.33 / p99 3.8 bits, float64 mean 0.40 / p99 6.0 bits
     """
     v0 = jnp.sign(x)
     v1 = jnp.abs(x)
     v2 = jnp.log(v1)
-    v3 = jnp.negative(x)
-    v4 = jax.nn.softplus(v3)
-    v5 = jnp.subtract(v2, v4)
-    v6 = jax.nn.softplus(x)
-    v7 = jnp.subtract(v5, v6)
+    v3 = jnp.subtract(v2, x)
+    v4 = jnp.negative(x)
+    v5 = jax.nn.softplus(v4)
+    v6 = jnp.multiply(v5, 2.0)
+    v7 = jnp.subtract(v3, v6)
     v8 = jnp.exp(v7)
     v9 = jnp.multiply(v0, v8)
-    v10 = jnp.negative(v4)
-    v11 = jnp.exp(v10)
-    v12 = jnp.add(v9, v11)
-    v13 = jnp.where(x >= float("inf"), 1.0, v12)
-    d_x = jnp.where(x <= float("-inf"), 0.0, v13)
+    v10 = jax.nn.sigmoid(x)
+    v11 = jnp.add(v9, v10)
+    v12 = jnp.where(x >= float("inf"), 1.0, v11)
+    d_x = jnp.where(x <= float("-inf"), 0.0, v12)
     return d_x
 
 

@@ -89,26 +89,24 @@ def _silu_d_x(x):
     """f' of silu.
 
     f' = x*exp(-x)/(1 + exp(-x))**2 + 1/(1 + exp(-x))
-    form (sympy+rules(exp_sigmoid,sigmoid)+log-sigmoid+absorb exp+limits at inf): at -inf: 0;
-        (-inf, inf): sign(x)*exp(log(Abs(x)) - softplus(-x) - softplus(x)) + exp(-softplus(-x));
-        at inf: 1
-    measured float32 mean 0.35 / p99 3.6 bits, float64 mean 0.37 / p99 5.9 bits
+    form (sympy+absorb exp+rules(log1p,sigmoid,softplus)+limits at inf): at -inf: 0; (-inf,
+        inf): sigmoid(x) + sign(x)*exp(-x + log(Abs(x)) - 2*softplus(-x)); at inf: 1
+    measured float32 mean 0.33 / p99 3.8 bits, float64 mean 0.40 / p99 6.0 bits
     """
     v0 = torch.sign(x)
     v1 = torch.abs(x)
     v2 = torch.log(v1)
-    v3 = torch.neg(x)
-    v4 = _softplus(v3)
-    v5 = torch.sub(v2, v4)
-    v6 = _softplus(x)
-    v7 = torch.sub(v5, v6)
+    v3 = torch.sub(v2, x)
+    v4 = torch.neg(x)
+    v5 = _softplus(v4)
+    v6 = torch.mul(v5, 2.0)
+    v7 = torch.sub(v3, v6)
     v8 = torch.exp(v7)
     v9 = torch.mul(v0, v8)
-    v10 = torch.neg(v4)
-    v11 = torch.exp(v10)
-    v12 = torch.add(v9, v11)
-    v13 = torch.where(x >= float("inf"), 1.0, v12)
-    d_x = torch.where(x <= float("-inf"), 0.0, v13)
+    v10 = torch.sigmoid(x)
+    v11 = torch.add(v9, v10)
+    v12 = torch.where(x >= float("inf"), 1.0, v11)
+    d_x = torch.where(x <= float("-inf"), 0.0, v12)
     return d_x
 
 

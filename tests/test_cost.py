@@ -55,3 +55,33 @@ def test_a_form_repeated_in_regimes_counts_once_where_inputs_are_stopped():
     assert cost([regimes]).transcendentals == 1
     assert cost([], [regimes]).transcendentals == 2
     assert cost([sp.exp(x)], [sp.exp(x) * x]).transcendentals == 1  # shared with the last
+
+
+def test_a_form_costs_what_it_adds_to_the_forms_chosen_before():
+    from codegen.stabilize.cost import added_transcendentals, sharing
+
+    s = sigmoid(x)
+    assert added_transcendentals(s * sigmoid(-x)) == 2
+    with sharing((s,)):  # sigmoid's value is chosen first: f' adds sigmoid(-x) only
+        assert added_transcendentals(s * sigmoid(-x)) == 1
+        assert added_transcendentals(1 / (4 * sp.cosh(x / 2) ** 2)) == 1
+        assert added_transcendentals(2 * s) == 0
+
+
+def _candidate(p99: float, mean: float, transcendentals: int):
+    from codegen.judge import accuracy
+    from codegen.stabilize.measuring import Candidate
+
+    figures = tuple(accuracy.Figures(mean, p99, 0, 400) for _ in accuracy.DTYPES)
+    return Candidate("c", x, figures, ops=10, transcendentals=transcendentals)
+
+
+def test_among_forms_with_room_the_cheapest_ranks_first():
+    """Accuracy first: a form that keeps the promise with room beats one that keeps it
+    narrowly, however cheap; among forms with room, fewer transcendentals win over a
+    lower p99."""
+    cheap, costly = _candidate(4.0, 0.4, 1), _candidate(1.0, 0.2, 3)
+    narrow = _candidate(7.5, 1.4, 0)
+    broken = _candidate(9.0, 0.4, 0)
+    ranked = sorted([broken, narrow, costly, cheap], key=lambda c: c.rank())
+    assert ranked == [cheap, costly, narrow, broken]

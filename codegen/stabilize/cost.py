@@ -5,11 +5,15 @@ value and each order's partials. Out: `Cost`: transcendental steps (exp, log, lo
 sigmoid, softplus, erf, tanh, sin, pow, lgamma, ...) and all steps, each common
 subexpression counted once (`lower.lower`'s sharing), as the generated function computes
 them. Under XLA the elementwise steps fuse, and the transcendentals are what costs
-(issue 16). `hogen explain` prints it; the stabilizer does not minimize it yet.
+(issue 16). `hogen explain` prints it. `added_transcendentals` is what one more form adds to
+the forms already chosen for the op (`sharing`): among forms that keep the promise with room
+to spare, the stabilizer takes the one that adds fewest.
 """
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from codegen.lower import free_symbols, lower_each
@@ -65,3 +69,25 @@ def cost(forms, last=()) -> Cost:
     program = lower_each(pairs, unclipped=frozenset(env.values()), clipped_pairs=last_pairs)
     heavy = sum(1 for step in program.steps if step.op in TRANSCENDENTAL_OPS)
     return Cost(heavy, len(program.steps))
+
+
+_CHOSEN: ContextVar[tuple] = ContextVar("chosen_forms", default=())
+
+
+@contextmanager
+def sharing(chosen: tuple):
+    """Within: `added_transcendentals` counts what a form adds to `chosen`, the forms already
+    chosen for the same op (the value and lower orders, which one gradient evaluates too)."""
+    token = _CHOSEN.set(tuple(chosen))
+    try:
+        yield
+    finally:
+        _CHOSEN.reset(token)
+
+
+def added_transcendentals(form) -> int:
+    """Transcendental steps `form` adds to the forms chosen so far (all of them, alone)."""
+    chosen = _CHOSEN.get()
+    if not chosen:
+        return cost([form]).transcendentals
+    return cost([*chosen, form]).transcendentals - cost(chosen).transcendentals

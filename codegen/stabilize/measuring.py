@@ -19,8 +19,13 @@ from codegen.judge import accuracy
 from codegen.judge.numeric import PATHS, rewritten_under_xla, run
 from codegen.lower import Regimes, lower, op_count
 from codegen.pieces import Pieces
+from codegen.stabilize.cost import added_transcendentals
 
 CHECK_POINTS = (-3.5, -1.25, -0.375, 0.3125, 0.75, 2.5, 6.0)
+# Room below the promise's limits that makes a form "roomy": among roomy forms the cheapest
+# wins. The same margins ask for regimes (selection.MARGIN_BITS, regimes.MEAN_MARGIN_BITS).
+P99_ROOM_BITS = 2.0
+MEAN_ROOM_BITS = 0.5
 
 
 @dataclass(frozen=True)
@@ -31,18 +36,44 @@ class Candidate:
     ops: int
     blowups: int = 0  # points returning NaN/inf where the exact value is finite (even 0)
     bad_points: int = 0  # points more than P99_LIMIT bits off, inside the p99 or not
+    transcendentals: int = 0  # exp, log, ... it adds to the op's chosen forms (cost.sharing)
 
     def keeps_promise(self) -> bool:
         return all(f.keeps_promise() for f in self.figures)
 
+    def roomy_in(self, i: int) -> bool:
+        """Keeps the promise in dtype `i` with room for other processors' rounding."""
+        f = self.figures[i]
+        return (
+            f.keeps_promise()
+            and f.p99_bits <= accuracy.P99_LIMIT - P99_ROOM_BITS
+            and f.mean_bits <= accuracy.MEAN_LIMIT - MEAN_ROOM_BITS
+        )
+
+    def roomy(self) -> bool:
+        return all(self.roomy_in(i) for i in range(len(self.figures)))
+
     def rank(self) -> tuple:
-        """Fewest broken promise criteria, failures, blowups, points over 8 bits; then p99,
-        mean and op count."""
+        """Fewest broken promise criteria, failures, blowups, points over 8 bits; then forms
+        with room to spare first, and among those the fewest transcendentals (what an op
+        costs under XLA); then p99, mean and op count."""
         broken = sum(f.broken_criteria() for f in self.figures)
         failures = sum(f.failures for f in self.figures)
         p99 = sum(round(f.p99_bits) for f in self.figures)
         mean = sum(round(f.mean_bits * 4) / 4 for f in self.figures)
-        return (broken, failures, self.blowups, self.bad_points, p99, mean, self.ops)
+        roomy = self.roomy()
+        cost = self.transcendentals if roomy else 0
+        return (
+            broken,
+            failures,
+            self.blowups,
+            self.bad_points,
+            not roomy,
+            cost,
+            p99,
+            mean,
+            self.ops,
+        )
 
 
 @dataclass(frozen=True)
@@ -148,7 +179,8 @@ def measured(label: str, form, spec: Spec, samples: Samples, promoted: bool = Fa
         blowups += int(np.sum(np.isfinite(samples.exact[d]) & ~np.isfinite(approx)))
         bits[d] = accuracy.bits_error(approx, samples.exact[d], d)
         bad += int(np.sum(np.nan_to_num(bits[d]) > accuracy.P99_LIMIT))
-    return Candidate(label, form, tuple(figures), op_count(form), blowups, bad), bits
+    heavy = added_transcendentals(form)
+    return Candidate(label, form, tuple(figures), op_count(form), blowups, bad, heavy), bits
 
 
 def measure(label: str, form, spec: Spec, samples: Samples, promoted: bool = False) -> Candidate:

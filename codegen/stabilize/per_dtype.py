@@ -23,11 +23,22 @@ DTYPES = accuracy.DTYPES  # ("float32", "float64")
 
 
 def rank_in(candidate, i: int) -> tuple:
-    """A candidate's rank judged on dtype `i` alone: broken criteria, failures, p99, mean,
-    then op count."""
+    """A candidate's rank judged on dtype `i` alone: broken criteria, failures; then forms
+    with room to spare first, the fewest transcendentals among those; p99, mean, op count
+    (as `Candidate.rank` on both dtypes)."""
     f = candidate.figures[i]
     mean = round(f.mean_bits * 4) / 4
-    return (f.broken_criteria(), f.failures, round(f.p99_bits), mean, candidate.ops)
+    roomy = candidate.roomy_in(i)
+    cost = candidate.transcendentals if roomy else 0
+    return (
+        f.broken_criteria(),
+        f.failures,
+        not roomy,
+        cost,
+        round(f.p99_bits),
+        mean,
+        candidate.ops,
+    )
 
 
 def dtype_regimes(tried, bits: dict, points: dict, arg, column: int):

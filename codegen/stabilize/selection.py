@@ -26,6 +26,7 @@ from codegen.front.spec import Spec
 from codegen.judge import accuracy
 from codegen.lower import op_count
 from codegen.stabilize.candidates import candidates
+from codegen.stabilize.cost import sharing
 from codegen.stabilize.limits import clear_limits, with_limits
 from codegen.stabilize.measuring import (
     Candidate,
@@ -339,9 +340,16 @@ def stabilize(derivatives: Derivatives) -> StableForms:
 def _stabilized(derivatives: Derivatives) -> StableForms:
     spec, partials = derivatives.spec, derivatives.partials
     forms = [_explained(spec, p, valid_candidates) for p in partials]
-    choices = tuple(_explained(spec, p, choose, SAMPLES, False, f) for p, f in zip(partials, forms))
+    choices = _chosen_in_order(spec, partials, forms, False)
     if any(c.promote_float32 for c in choices):
-        choices = tuple(
-            _explained(spec, p, choose, SAMPLES, True, f) for p, f in zip(partials, forms)
-        )
+        choices = _chosen_in_order(spec, partials, forms, True)
     return StableForms(spec, choices)
+
+
+def _chosen_in_order(spec: Spec, partials, forms, promoted: bool) -> tuple[Choice, ...]:
+    """Each partial's choice, value first: a form's cost is what it adds to those before."""
+    choices: list[Choice] = []
+    for partial, its_forms in zip(partials, forms):
+        with sharing(tuple(c.chosen.form for c in choices)):
+            choices.append(_explained(spec, partial, choose, SAMPLES, promoted, its_forms))
+    return tuple(choices)
