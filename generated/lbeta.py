@@ -13,11 +13,6 @@ try:  # what tf.custom_gradient records with; eager mode records through it dire
 except ImportError:  # without it, eager mode takes the tf.custom_gradient path too
     _record = None
 
-try:  # tells when SavedModel traces gradient functions in a fresh graph (_last_order)
-    from tensorflow.python.saved_model import save_context as _save_context
-except ImportError:  # without it, graphs take the structure SavedModel needs
-    _save_context = None
-
 __all__ = ["lbeta"]
 
 _COMPUTE_DTYPES = {
@@ -83,11 +78,13 @@ def _lbeta_op(a, b):
         b0 = tf.stop_gradient(b)
         t_a = _zero_tangent(a)
         t_b = _zero_tangent(b)
+        a_last = _nan_free_gradient(tf.math.add(a0, tf.math.truediv(t_a, 2.0)))
+        b_last = _nan_free_gradient(tf.math.add(b0, tf.math.truediv(t_b, 2.0)))
         d_a = _lbeta_d_a(a0, b0)
         d_b = _lbeta_d_b(a0, b0)
-        d_aa = _last_order(_lbeta_d_aa, (a0, b0), (t_a, t_b), (), 2)
-        d_ab = _last_order(_lbeta_d_ab, (a0, b0), (t_a, t_b), (), 2)
-        d_bb = _last_order(_lbeta_d_bb, (a0, b0), (t_a, t_b), (), 2)
+        d_aa = _lbeta_d_aa(a_last, b_last)
+        d_ab = _lbeta_d_ab(a_last, b_last)
+        d_bb = _lbeta_d_bb(a_last, b_last)
         g_a = d_a
         g_a = tf.math.add(g_a, tf.math.multiply_no_nan(d_aa, t_a))
         g_a = tf.math.add(g_a, tf.math.multiply_no_nan(d_ab, t_b))
@@ -1958,57 +1955,6 @@ def _sum_to(grad, like):
         return grad
     axes, _ = tf.raw_ops.BroadcastGradientArgs(s0=tf.shape(like), s1=tf.shape(grad))
     return tf.reshape(tf.reduce_sum(grad, axis=axes), tf.shape(like))
-
-
-def _last_order(form, stopped, tangents, params, order):
-    """The last custom order's form, at `x0 + t`: autodiff beyond `order` differentiates it.
-
-    At the custom orders the form's cotangent is all zero (the jet multiplies the form by
-    t**(order - 1)), so its backward pass runs only where its cotangent is not
-    (_gated_form), and every order beyond is autodiff of the form. SavedModel traces
-    gradient functions in a fresh graph, where a gradient cannot capture its own inputs;
-    there the form is evaluated at `x0 + t / order`, whose backward pass always runs and
-    gives autodiff of the form one order beyond.
-    """
-    if _save_context is None or _save_context.in_save_context():
-        shifted = [
-            _nan_free_gradient(tf.math.add(x0, tf.math.truediv(t, float(order))))
-            for x0, t in zip(stopped, tangents)
-        ]
-        return form(*shifted, *params)
-    shifted = [tf.math.add(x0, t) for x0, t in zip(stopped, tangents)]
-    return _gated_form(form, len(shifted), *shifted, *params)
-
-
-def _gated_form(form, arity, *inputs):
-    """form(*inputs), whose backward pass runs only for a cotangent that is not all zero.
-
-    The first `arity` inputs are differentiated; the rest (params) are not.
-    """
-
-    @tf.custom_gradient
-    def gated(*inputs):
-        value = form(*[tf.stop_gradient(u) for u in inputs])
-
-        def grad(dy):
-            args = list(inputs[:arity])
-
-            def backward():
-                with tf.GradientTape() as tape:
-                    tape.watch(args)
-                    y = form(*args, *inputs[arity:])
-                zero = tf.UnconnectedGradients.ZERO
-                return tape.gradient(y, args, output_gradients=dy, unconnected_gradients=zero)
-
-            def skipped():
-                return [tf.zeros_like(u) for u in args]
-
-            live = tf.math.reduce_any(tf.math.not_equal(dy, 0.0))
-            return [*tf.cond(live, backward, skipped), *[None] * (len(inputs) - arity)]
-
-        return value, grad
-
-    return gated(*inputs)
 
 
 @tf.custom_gradient

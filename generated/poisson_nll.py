@@ -13,11 +13,6 @@ try:  # what tf.custom_gradient records with; eager mode records through it dire
 except ImportError:  # without it, eager mode takes the tf.custom_gradient path too
     _record = None
 
-try:  # tells when SavedModel traces gradient functions in a fresh graph (_last_order)
-    from tensorflow.python.saved_model import save_context as _save_context
-except ImportError:  # without it, graphs take the structure SavedModel needs
-    _save_context = None
-
 __all__ = ["poisson_nll"]
 
 _COMPUTE_DTYPES = {
@@ -83,11 +78,13 @@ def _poisson_nll_op(r, k):
         k0 = tf.stop_gradient(k)
         t_r = _zero_tangent(r)
         t_k = _zero_tangent(k)
+        r_last = _nan_free_gradient(tf.math.add(r0, tf.math.truediv(t_r, 2.0)))
+        k_last = _nan_free_gradient(tf.math.add(k0, tf.math.truediv(t_k, 2.0)))
         d_r = _poisson_nll_d_r(r0, k0)
         d_k = _poisson_nll_d_k(r0, k0)
-        d_rr = _last_order(_poisson_nll_d_rr, (r0, k0), (t_r, t_k), (), 2)
-        d_rk = _last_order(_poisson_nll_d_rk, (r0, k0), (t_r, t_k), (), 2)
-        d_kk = _last_order(_poisson_nll_d_kk, (r0, k0), (t_r, t_k), (), 2)
+        d_rr = _poisson_nll_d_rr(r_last, k_last)
+        d_rk = _poisson_nll_d_rk(r_last, k_last)
+        d_kk = _poisson_nll_d_kk(r_last, k_last)
         g_r = d_r
         g_r = tf.math.add(g_r, tf.math.multiply_no_nan(d_rr, t_r))
         g_r = tf.math.add(g_r, tf.math.multiply_no_nan(d_rk, t_k))
@@ -415,57 +412,6 @@ def _sum_to(grad, like):
         return grad
     axes, _ = tf.raw_ops.BroadcastGradientArgs(s0=tf.shape(like), s1=tf.shape(grad))
     return tf.reshape(tf.reduce_sum(grad, axis=axes), tf.shape(like))
-
-
-def _last_order(form, stopped, tangents, params, order):
-    """The last custom order's form, at `x0 + t`: autodiff beyond `order` differentiates it.
-
-    At the custom orders the form's cotangent is all zero (the jet multiplies the form by
-    t**(order - 1)), so its backward pass runs only where its cotangent is not
-    (_gated_form), and every order beyond is autodiff of the form. SavedModel traces
-    gradient functions in a fresh graph, where a gradient cannot capture its own inputs;
-    there the form is evaluated at `x0 + t / order`, whose backward pass always runs and
-    gives autodiff of the form one order beyond.
-    """
-    if _save_context is None or _save_context.in_save_context():
-        shifted = [
-            _nan_free_gradient(tf.math.add(x0, tf.math.truediv(t, float(order))))
-            for x0, t in zip(stopped, tangents)
-        ]
-        return form(*shifted, *params)
-    shifted = [tf.math.add(x0, t) for x0, t in zip(stopped, tangents)]
-    return _gated_form(form, len(shifted), *shifted, *params)
-
-
-def _gated_form(form, arity, *inputs):
-    """form(*inputs), whose backward pass runs only for a cotangent that is not all zero.
-
-    The first `arity` inputs are differentiated; the rest (params) are not.
-    """
-
-    @tf.custom_gradient
-    def gated(*inputs):
-        value = form(*[tf.stop_gradient(u) for u in inputs])
-
-        def grad(dy):
-            args = list(inputs[:arity])
-
-            def backward():
-                with tf.GradientTape() as tape:
-                    tape.watch(args)
-                    y = form(*args, *inputs[arity:])
-                zero = tf.UnconnectedGradients.ZERO
-                return tape.gradient(y, args, output_gradients=dy, unconnected_gradients=zero)
-
-            def skipped():
-                return [tf.zeros_like(u) for u in args]
-
-            live = tf.math.reduce_any(tf.math.not_equal(dy, 0.0))
-            return [*tf.cond(live, backward, skipped), *[None] * (len(inputs) - arity)]
-
-        return value, grad
-
-    return gated(*inputs)
 
 
 @tf.custom_gradient

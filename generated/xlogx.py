@@ -13,11 +13,6 @@ try:  # what tf.custom_gradient records with; eager mode records through it dire
 except ImportError:  # without it, eager mode takes the tf.custom_gradient path too
     _record = None
 
-try:  # tells when SavedModel traces gradient functions in a fresh graph (_last_order)
-    from tensorflow.python.saved_model import save_context as _save_context
-except ImportError:  # without it, graphs take the structure SavedModel needs
-    _save_context = None
-
 __all__ = ["xlogx"]
 
 _COMPUTE_DTYPES = {
@@ -78,8 +73,9 @@ def _xlogx_op(x):
     def grad(dy):
         x0 = tf.stop_gradient(x)
         t_x = _zero_tangent(x)
+        x_last = _nan_free_gradient(tf.math.add(x0, tf.math.truediv(t_x, 2.0)))
         d_x = _xlogx_d_x(x0)
-        d_xx = _last_order(_xlogx_d_xx, (x0,), (t_x,), (), 2)
+        d_xx = _xlogx_d_xx(x_last)
         g_x = tf.math.add_n([
             d_x,
             tf.math.multiply_no_nan(d_xx, t_x),
@@ -175,57 +171,6 @@ def _eager_partial(op, order, index, inputs, params):
 
         _record.record_operation(op, [value], [x], grad)
     return value
-
-
-def _last_order(form, stopped, tangents, params, order):
-    """The last custom order's form, at `x0 + t`: autodiff beyond `order` differentiates it.
-
-    At the custom orders the form's cotangent is all zero (the jet multiplies the form by
-    t**(order - 1)), so its backward pass runs only where its cotangent is not
-    (_gated_form), and every order beyond is autodiff of the form. SavedModel traces
-    gradient functions in a fresh graph, where a gradient cannot capture its own inputs;
-    there the form is evaluated at `x0 + t / order`, whose backward pass always runs and
-    gives autodiff of the form one order beyond.
-    """
-    if _save_context is None or _save_context.in_save_context():
-        shifted = [
-            _nan_free_gradient(tf.math.add(x0, tf.math.truediv(t, float(order))))
-            for x0, t in zip(stopped, tangents)
-        ]
-        return form(*shifted, *params)
-    shifted = [tf.math.add(x0, t) for x0, t in zip(stopped, tangents)]
-    return _gated_form(form, len(shifted), *shifted, *params)
-
-
-def _gated_form(form, arity, *inputs):
-    """form(*inputs), whose backward pass runs only for a cotangent that is not all zero.
-
-    The first `arity` inputs are differentiated; the rest (params) are not.
-    """
-
-    @tf.custom_gradient
-    def gated(*inputs):
-        value = form(*[tf.stop_gradient(u) for u in inputs])
-
-        def grad(dy):
-            args = list(inputs[:arity])
-
-            def backward():
-                with tf.GradientTape() as tape:
-                    tape.watch(args)
-                    y = form(*args, *inputs[arity:])
-                zero = tf.UnconnectedGradients.ZERO
-                return tape.gradient(y, args, output_gradients=dy, unconnected_gradients=zero)
-
-            def skipped():
-                return [tf.zeros_like(u) for u in args]
-
-            live = tf.math.reduce_any(tf.math.not_equal(dy, 0.0))
-            return [*tf.cond(live, backward, skipped), *[None] * (len(inputs) - arity)]
-
-        return value, grad
-
-    return gated(*inputs)
 
 
 @tf.custom_gradient

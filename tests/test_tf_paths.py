@@ -9,8 +9,6 @@ either side: float64 1e-11 is ~45000 ulps, float32 2e-5 is ~170 ulps (< 2^8, the
 
 from __future__ import annotations
 
-import importlib
-
 import numpy as np
 import pytest
 import sympy as sp
@@ -160,29 +158,28 @@ def test_log1pexp_fourth_derivative_beyond_order(mode):
     assert np.all(np.abs(big[4]) < 1e-15)
 
 
-@pytest.mark.parametrize("mode", ["eager", "function", "xla"])
+_TWO_BEYOND = pytest.mark.xfail(
+    strict=True,
+    reason="the graph jet's last form at x0 + t/order is right one order beyond only "
+    "(docs/design.md, 'Why a Taylor jet')",
+)
+
+
+@pytest.mark.parametrize(
+    "mode",
+    ["eager", pytest.param("function", marks=_TWO_BEYOND), pytest.param("xla", marks=_TWO_BEYOND)],
+)
 def test_log1pexp_fifth_derivative_two_beyond_order(mode):
     """Order 5, two beyond the declared 3: autodiff of the order-3 form, twice.
 
-    The fifth derivative is s c (c - s)(1 - 12 s c). The graph jet used to evaluate the last
-    form at x0 + t/3, which is right one order beyond and gives 2/3 of this two beyond.
+    The fifth derivative is s c (c - s)(1 - 12 s c). Eager mode gets it; the graph jet
+    evaluates the last form at x0 + t/3, which is right one order beyond and gives 2/3 of it
+    two beyond (a known limit; gating the form's backward pass fixes it but is not shipped).
     """
     x = tf.constant(MODERATE, tf.float64)
     got = as_numpy(_derivs_fn(mode, 5)(log1pexp, x))[5]
     s, c = sigmoid(MODERATE), sigmoid(-MODERATE)
     np.testing.assert_allclose(got, s * c * (c - s) * (1 - 12 * s * c), rtol=1e-9, atol=1e-13)
-
-
-def test_graphs_without_the_save_context_module_take_the_saved_structure(monkeypatch):
-    """Without TensorFlow's save_context module every graph evaluates the last form at
-    x0 + t/order (what SavedModel gets): the custom orders and one beyond are the same."""
-    module = importlib.import_module("generated.log1pexp")
-    x = tf.constant(MODERATE, tf.float64)
-    gated = as_numpy(_derivs_fn("function", 4)(log1pexp, x))
-    monkeypatch.setattr(module, "_save_context", None)
-    saved = as_numpy(_derivs_fn("function", 4)(log1pexp, x))
-    for want, got in zip(gated, saved):
-        np.testing.assert_allclose(got, want, **TOL[tf.float64])
 
 
 def test_log1pexp_nan_propagates():

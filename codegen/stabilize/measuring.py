@@ -9,7 +9,7 @@ is the derivative at check points. `selection` ranks what this module measures.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import sympy as sp
@@ -179,8 +179,10 @@ def measured(label: str, form, spec: Spec, samples: Samples, promoted: bool = Fa
         blowups += int(np.sum(np.isfinite(samples.exact[d]) & ~np.isfinite(approx)))
         bits[d] = accuracy.bits_error(approx, samples.exact[d], d)
         bad += int(np.sum(np.nan_to_num(bits[d]) > accuracy.P99_LIMIT))
-    heavy = added_transcendentals(form)
-    return Candidate(label, form, tuple(figures), op_count(form), blowups, bad, heavy), bits
+    candidate = Candidate(label, form, tuple(figures), op_count(form), blowups, bad)
+    if any(candidate.roomy_in(i) for i in range(len(figures))):  # only there it ranks
+        candidate = replace(candidate, transcendentals=added_transcendentals(form))
+    return candidate, bits
 
 
 def measure(label: str, form, spec: Spec, samples: Samples, promoted: bool = False) -> Candidate:

@@ -14,10 +14,8 @@ jet `sum_a t**a / a! * f_(i+a)` in `t = x - stop_gradient(x)` (zero, carrying
 derivative one), with every stable form computed once from the stopped
 inputs. That structure survives eager, `tf.function`, XLA, TF1 graphs,
 forward-over-reverse and SavedModel alike; nested custom gradients do not
-survive SavedModel. The last form is evaluated at `x0 + t` through `_last_order`,
-whose backward pass runs only for a cotangent that is not all zero (at the custom
-orders it is), so every order beyond is autodiff of it; while SavedModel saves,
-at `x0 + t/order` instead, right one order beyond.
+survive SavedModel. The last form is evaluated at `x0 + t/order`, so autodiff
+one order beyond differentiates it exactly once.
 
 Eager mode, which is never traced or saved, takes a cheaper path: each
 derivative is recorded as one op through TensorFlow's recording API (what
@@ -104,6 +102,11 @@ def _backward(forms: StableForms) -> list[str]:
     args, order, loc = spec.args, spec.order, module_locals(spec)
     lines = [f"{loc.stopped(a)} = tf.stop_gradient({a})" for a in args]
     lines += [f"{loc.tangent(a)} = _zero_tangent({a})" for a in args]
+    lines += [
+        f"{loc.shifted(a)} = _nan_free_gradient(tf.math.add({loc.stopped(a)}, "
+        f"tf.math.truediv({loc.tangent(a)}, {float(order)!r})))"
+        for a in args
+    ]
     if order >= 3:
         lines += [
             f"{loc.half_square(a)} = tf.math.square(tf.math.multiply({loc.tangent(a)}, 0.5))"
@@ -121,24 +124,15 @@ def _backward(forms: StableForms) -> list[str]:
 
 
 def _partial_calls(forms: StableForms) -> list[str]:
-    """Lines computing every partial of order >= 1 for the jet, the last order through
-    `_last_order` (at x0 + t, its backward pass gated)."""
+    """Lines computing every partial of order >= 1 for the jet, the last order at x_last."""
     spec = forms.spec
     params = [p for p, _ in spec.params]
     lines, loc = [], module_locals(spec)
     for c in forms.choices[1:]:
+        at = loc.shifted if sum(c.index) == spec.order else loc.stopped
+        operands = ", ".join([*(at(a) for a in spec.args), *params])
         target = loc.partial(spec.args, c.index)
-        fn = names.partial_fn(spec.name, spec.args, c.index)
-        if sum(c.index) < spec.order:
-            operands = ", ".join([*map(loc.stopped, spec.args), *params])
-            lines.append(f"{target} = {fn}({operands})")
-            continue
-        stopped = tuple_display([loc.stopped(a) for a in spec.args])
-        tangents = tuple_display([loc.tangent(a) for a in spec.args])
-        lines.append(
-            f"{target} = _last_order({fn}, {stopped}, {tangents}, {tuple_display(params)}, "
-            f"{spec.order})"
-        )
+        lines.append(f"{target} = {names.partial_fn(spec.name, spec.args, c.index)}({operands})")
     return lines
 
 
@@ -193,13 +187,7 @@ def _helpers(arity: int) -> tuple[str, ...]:
         eager: tuple[str, ...] = ("helper_eager_derivative",)
     else:
         eager = ("helper_eager_partial", "helper_sum_to")
-    return (
-        "helper_float_inputs",
-        *eager,
-        "helper_last_order",
-        "helper_nan_free_gradient",
-        "helper_zero_tangent",
-    )
+    return ("helper_float_inputs", *eager, "helper_nan_free_gradient", "helper_zero_tangent")
 
 
 def _compute_dtypes(forms: StableForms) -> list[str]:
