@@ -22,8 +22,8 @@ from codegen.pieces import Pieces
 from codegen.stabilize.cost import added_transcendentals
 
 CHECK_POINTS = (-3.5, -1.25, -0.375, 0.3125, 0.75, 2.5, 6.0)
-# Room below the promise's limits that makes a form "roomy": among roomy forms the cheapest
-# wins. The same margins ask for regimes (selection.MARGIN_BITS, regimes.MEAN_MARGIN_BITS).
+# Room below the promise's limits for other processors' rounding. A form with less asks for
+# regimes (`selection`, `regimes.needs_regimes`); among forms with as much, the cheapest wins.
 P99_ROOM_BITS = 2.0
 MEAN_ROOM_BITS = 0.5
 

@@ -26,6 +26,7 @@ import sympy as sp
 
 from codegen.judge import accuracy
 from codegen.lower import Regimes
+from codegen.stabilize.measuring import MEAN_ROOM_BITS
 
 MAX_PIECES = 5
 PIECE_PENALTY = 8.0
@@ -200,7 +201,7 @@ def regime_columns(spec, partial) -> list[int]:
     return [i for i, a in enumerate(spec.arg_symbols) if partial.expr.has(a)]
 
 
-MEAN_MARGIN_BITS = 0.5  # a mean this close to its limit is worth regimes too
+MEAN_MARGIN_BITS = MEAN_ROOM_BITS  # a mean this close to its limit is worth regimes too
 
 
 def needs_regimes(best, margin_bits: float) -> bool:

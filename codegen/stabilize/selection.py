@@ -29,6 +29,7 @@ from codegen.stabilize.candidates import candidates
 from codegen.stabilize.cost import sharing
 from codegen.stabilize.limits import clear_limits, with_limits
 from codegen.stabilize.measuring import (
+    P99_ROOM_BITS,
     Candidate,
     Samples,
     equals_exact,
@@ -59,7 +60,7 @@ from codegen.timebound import charged, time_left, work_budget
 
 SAMPLES = 2000  # the points `hogen verify` scores by default (docs/design.md: a fixed seed)
 PROMISE_KEYS = 4  # the rank's leading keys that count broken promises, not finer accuracy
-MARGIN_BITS = 2.0  # a p99 this close to the limit is worth regimes too
+MARGIN_BITS = P99_ROOM_BITS  # a p99 this close to the limit is worth regimes too
 # CPU seconds one build's series and expansions at infinity share, and its limits: the
 # library's builds spend at most 12 and 3 (lbeta); a two-arg spec whose every expansion runs
 # to its own bound spent 57 and 13 (100*((1 + i/n)**n - 1)/(i/n)). Stages of a spec of
