@@ -16,8 +16,10 @@ unused side is 0 times something finite.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import sympy as sp
@@ -28,6 +30,22 @@ from codegen.timebound import SymPyTimeout, time_limit
 
 _SAFE_VALUES = (1.0, 0.5, 2.0, -1.0, -0.5, -2.0, 0.0, 4.0, -4.0, 0.125, 16.0, -16.0)
 SAFE_POINT_SECONDS = 2.0  # CPU seconds to find a safe point; past them every input is 1
+_VALUES_ONLY: ContextVar[bool] = ContextVar("values_only", default=False)
+
+
+@contextlib.contextmanager
+def values_only():
+    """Lowering for values alone (the stabilizer measuring a form): a piece not taken gets 1
+    for each input in place of its safe point. The select discards that piece's value either
+    way, so every value is the same bit for bit; the safe point matters only to gradients,
+    and finding one can take most of a build."""
+    token = _VALUES_ONLY.set(True)
+    try:
+        yield
+    finally:
+        _VALUES_ONLY.reset(token)
+
+
 _RELATIONS = {
     sp.StrictLessThan: ("less", "greater"),
     sp.LessThan: ("less_equal", "greater_equal"),
@@ -186,7 +204,7 @@ def _guarded(b, pieces: Pieces, i: int, conds: list[str], env) -> dict:
     )
     if not symbols or exact.is_polynomial(*symbols):
         return env
-    point = safe_point(exact, tuple(symbols))
+    point = (1.0,) * len(symbols) if _VALUES_ONLY.get() else safe_point(exact, tuple(symbols))
     mask = _taken(b, conds, i)
     return {**env, **{s: b.emit("select", mask, env[s], v) for s, v in zip(symbols, point)}}
 

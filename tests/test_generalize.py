@@ -170,6 +170,67 @@ def test_conjugate_regime_on_two_args_keeps_the_promise():
     assert not plain.keeps_promise()
 
 
+def test_folded_conjugates_cancel_a_magnitude_they_divide_by():
+    """Two conjugate pieces folded into one Piecewise: a piece y**2*(...)/|y| is rewritten
+    to |y|*(...), right where y**4 underflows (the product of the two gave 0 there, and inf * 0
+    at scaled args); every piece equals the product."""
+    from codegen.stabilize.conjugates import _folded
+
+    x, y = sp.symbols("x y", real=True)
+    h = sp.sqrt(x**2 + y**2)
+    first = sp.Piecewise((1 / sp.sqrt(h - x), x <= 0), (sp.sqrt(x + h) / sp.Abs(y), True))
+    second = sp.Piecewise(
+        (x**2 - x * h - y**2, x * (x**2 - y**2) <= 0),
+        ((y**4 - 3 * x**2 * y**2) / (x**2 + x * h - y**2), True),
+    )
+    form = first * second
+    folded = _folded(form)
+    assert isinstance(folded, sp.Piecewise) and len(folded.args) == 4
+    divides = [e for e, _ in folded.args if sp.fraction(e)[1].has(sp.Abs(y))]
+    assert divides and not any(e.has(y**4) for e in divides)
+    names = {x: "x", y: "y"}
+    points = {"x": np.array([1e10, -2.0, 3.0, 0.5]), "y": np.array([1e-300, 0.25, 7.0, -0.5])}
+    got = run(lower([folded], names), points, "float64")[0]
+    want = accuracy.reference(form, (x, y), np.stack(list(points.values()), 1), "float64")
+    assert run(lower([form], names), points, "float64")[0][0] == 0.0 != want[0]  # y**4 = 0
+    np.testing.assert_allclose(got, want, rtol=1e-13)
+
+
+def test_half_angle_second_derivative_keeps_the_promise_in_float32():
+    """sqrt(hypot(x, y) - x)'s f_xx: its conjugate pieces divide by |y| and multiply by y**2;
+    folded and cancelled, float32 and float64 keep the promise with no promotion."""
+    from codegen.stabilize import choose
+
+    spec = _spec("sqrt(sqrt(x**2 + y**2) - x)", "[x, y]")
+    f_xx = next(p for p in derive(spec).partials if p.index == (2, 0))
+    chosen = choose(spec, f_xx, 300)
+    assert chosen.keeps_promise(), chosen.shipped_figures()
+    assert not chosen.promote_float32
+
+
+def test_reduction_modulo_a_root_finds_what_cancel_misses():
+    """log(hypot(x, y) - x)'s f_xy as SymPy writes it cancels to y/hypot(x, y)**3 only
+    modulo sqrt(x**2 + y**2)**2 = x**2 + y**2 ((x - R)**2 = 2*x**2 - 2*x*R + y**2)."""
+    from codegen.stabilize.radicals import modulo_roots
+
+    x, y = sp.symbols("x y", real=True)
+    f_xy = sp.diff(sp.log(sp.sqrt(x**2 + y**2) - x), x, y)
+    assert sp.factor(f_xy) != y / (x**2 + y**2) ** sp.Rational(3, 2)
+    assert modulo_roots(f_xy, (x, y)) == y / (x**2 + y**2) ** sp.Rational(3, 2)
+    assert modulo_roots(sp.sqrt(sp.sqrt(x**2 + y**2) - x), (x, y)) is None  # a root inside
+
+
+def test_log_of_hypot_minus_x_mixed_partial_keeps_the_promise():
+    """Its f_xy as written loses every bit where x > 0 and y is small (R - x rounds to 0,
+    squared, divided by); reduced modulo the root it keeps the promise."""
+    from codegen.stabilize import choose
+
+    spec = _spec("log(sqrt(x**2 + y**2) - x)", "[x, y]")
+    f_xy = next(p for p in derive(spec).partials if p.index == (1, 1))
+    chosen = choose(spec, f_xy, 300)
+    assert chosen.keeps_promise(), chosen.shipped_figures()
+
+
 def test_domain_of_an_arg_is_an_assumption_rewrites_may_use():
     """x + sqrt(x**2 + y) with y >= 0: cancels for x < 0 and x**2 overflows for |x| > 1e154.
     The conjugate with sqrt(x**2 + y) = hypot(x, sqrt(y)), true only where y >= 0, keeps the

@@ -27,6 +27,7 @@ from codegen.stabilize.products import (
     spread_forms,
     squares_as_hypot,
 )
+from codegen.stabilize.radicals import modulo_roots
 from codegen.stabilize.rules import apply_rules, split_constant
 from codegen.timebound import (  # noqa: F401 - re-exported
     SymPyTimeout,
@@ -122,8 +123,9 @@ def _distributed(expr: sp.Expr) -> sp.Expr:
 
 
 def _algebraic_variants(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
-    """expr, and SymPy's rewrites of it, each given `VARIANT_SECONDS` (skipped past them).
-    factor and collect are skipped where they would expand exps into polynomials of a
+    """expr, and SymPy's rewrites of it (and its reduction modulo its square roots,
+    `radicals`), each given `VARIANT_SECONDS` (skipped past them). factor and collect are
+    skipped where they would expand exps into polynomials of a
     degree past `MAX_EXP_POWER`."""
     polynomial_steps = _exp_degree(expr) <= MAX_EXP_POWER
     steps = [("cancel", sp.cancel), ("distribute", _distributed)]
@@ -133,6 +135,7 @@ def _algebraic_variants(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
         steps.append(("simplify", sp.simplify))
     if polynomial_steps:
         steps.append(("collect exp", _collect_exp))
+    steps.append(("modulo roots", lambda e: modulo_roots(e, sorted(e.free_symbols, key=str))))
     variants = [("sympy", expr)]
     most_ops = MAX_VARIANT_GROWTH * (sp.count_ops(expr) + 1)
     for label, step in steps:

@@ -103,12 +103,52 @@ def _roots_of_conjugates(form: sp.Expr) -> sp.Expr:
     return form.replace(is_target, lambda n: _root_of_quotient(n.base, n.exp))
 
 
+MAX_FOLDED_PIECES = 4  # pieces of one folded form: each is computed at every point
+
+
+def _magnitudes(expr: sp.Expr, arg: sp.Symbol) -> sp.Expr:
+    """`expr` with `arg` as sign(arg)*|arg| and the powers of |arg| common to a sum taken out,
+    so |arg| in a denominator cancels against them: y**2*(y**2 - 3*x**2)/|y| becomes
+    |y|*(y**2 - 3*x**2), which is 0 where y underflows, not 0/0."""
+    size, sign = sp.Dummy("size", positive=True), sp.Dummy("sign", real=True)
+    split = expr.replace(lambda n: isinstance(n, sp.UnevaluatedExpr), lambda n: n.args[0])
+    split = split.xreplace({arg: sign * size})
+    split = split.replace(
+        lambda n: n.is_Pow and n.base == sign and n.exp.is_Integer,
+        lambda n: sp.S.One if n.exp % 2 == 0 else sign,
+    )
+    split = split.replace(lambda n: isinstance(n, sp.Abs) and n.args[0] == sign, lambda n: 1)
+    return sp.factor_terms(split).xreplace({size: sp.Abs(arg), sign: sp.sign(arg)})
+
+
+def _over_magnitude(expr: sp.Expr) -> bool:
+    """Whether `expr` divides by |arg| for an arg."""
+    _, denominator = sp.fraction(expr)
+    return any(a.args[0].is_Symbol for a in denominator.atoms(sp.Abs))
+
+
 def _folded(form: sp.Expr) -> sp.Expr:
-    """`form` with the factors around its one Piecewise moved into the pieces (y*[../|y|]
-    as [y/|y|*..], which the rules turn into sign(y)); unchanged with several."""
-    if len(form.atoms(sp.Piecewise)) != 1:
+    """`form` with the factors around its Piecewises moved into the pieces (y*[../|y|] as
+    [y/|y|*..], which the rules turn into sign(y)); where several fold into one, a piece
+    that divides by |y| is rewritten by `_magnitudes` to cancel it. Unchanged past
+    `MAX_FOLDED_PIECES`."""
+    count = len(form.atoms(sp.Piecewise))
+    if count == 0:
         return form
-    return sp.piecewise_fold(form)
+    folded = sp.piecewise_fold(form)
+    if count == 1:
+        return folded
+    if not isinstance(folded, sp.Piecewise) or len(folded.args) > MAX_FOLDED_PIECES:
+        return form
+    return sp.Piecewise(*((_cancel_magnitudes(e), c) for e, c in folded.args))
+
+
+def _cancel_magnitudes(piece: sp.Expr) -> sp.Expr:
+    if not _over_magnitude(piece):
+        return piece
+    for arg in sorted({a.args[0] for a in piece.atoms(sp.Abs) if a.args[0].is_Symbol}, key=str):
+        piece = _magnitudes(piece, arg)
+    return piece
 
 
 def _forms(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:

@@ -25,6 +25,7 @@ from codegen.derive import Derivatives, DeriveError, Partial
 from codegen.front.spec import Spec
 from codegen.judge import accuracy
 from codegen.lower import op_count
+from codegen.pieces import values_only
 from codegen.stabilize.candidates import candidates
 from codegen.stabilize.cost import sharing
 from codegen.stabilize.limits import clear_limits, with_limits
@@ -328,13 +329,16 @@ def stabilize(derivatives: Derivatives) -> StableForms:
     If any order needs float32 computed in float64, the op computes every order that way, so
     every order is chosen again measuring float32 as it will ship (the same candidates).
     Series and expansions share one budget of CPU time, limits another; what they found is
-    kept for this build only, so no build's result depends on the builds before it.
+    kept for this build only, so no build's result depends on the builds before it. Forms
+    are lowered for their values only (`values_only`): the safe points of pieces not taken
+    are found when the chosen forms are rendered.
     """
     series_forms_at.cache_clear()
     clear_limits()
-    with work_budget(
+    budget = work_budget(
         series=SERIES_BUDGET_SECONDS, limits=LIMITS_BUDGET_SECONDS, refine=REFINE_BUDGET_SECONDS
-    ):
+    )
+    with budget, values_only():
         return _stabilized(derivatives)
 
 
