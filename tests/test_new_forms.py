@@ -14,11 +14,13 @@ import numpy as np
 import sympy as sp
 from sympy.codegen.cfunctions import log1p
 
+from codegen.front.functions import hypot
 from codegen.judge.accuracy import bits_error
 from codegen.judge.numeric import run
 from codegen.lower import lower
 from codegen.stabilize.candidates import _rules_version
-from codegen.stabilize.homogeneous import homogeneous_degree, homogeneous_forms
+from codegen.stabilize.conjugates import conjugate_forms
+from codegen.stabilize.homogeneous import halved_forms, homogeneous_degree, homogeneous_forms
 from codegen.stabilize.local_series import centers, local_series_forms
 from codegen.stabilize.logs import log_ratio_forms
 from codegen.stabilize.products import squares_as_hypot
@@ -77,6 +79,39 @@ def test_scaled_args_keep_a_rational_form_in_range():
     assert _bits(_float64(forms["scaled args"], (x, y), rows), exact).max() <= 3.0
     naive = _float64(f, (x, y), rows[:2])
     assert (~np.isfinite(naive) | (naive == 0)).all()  # x**4 overflows, or underflows
+
+
+def test_scaled_args_keep_the_sign_of_an_arg_that_underflows():
+    """sign(y)*x/hypot(x, y)**2 at y = 1e-300, x = 1e20: y/m is 0, sign(y) is not."""
+    forms = dict(homogeneous_forms(sp.sign(y) * x / (x**2 + y**2), (x, y)))
+    rows = np.array([[1e20, 1e-300], [1e20, -1e-300], [3.0, 4.0]])
+    got = _float64(forms["scaled args"], (x, y), rows)
+    np.testing.assert_allclose(got, [1e-20, -1e-20, 3 / 25], rtol=1e-15)
+
+
+def test_halved_sums_under_a_root_do_not_overflow():
+    """sqrt(x + hypot(x, y)) at x = 1.7e308: the sum is inf, its root is 1.85e154."""
+    f = 1 / sp.sqrt(x + hypot(x, y))
+    ((label, form),) = halved_forms(f)
+    rows = np.array([[1.7e308, 1.0], [3.0, 4.0]])
+    exact = [float(1 / mpmath.sqrt(a + mpmath.hypot(a, b))) for a, b in map(tuple, rows)]
+    assert _bits(_float64(form, (x, y), rows), exact).max() <= 1.0
+    assert _float64(f, (x, y), rows[:1])[0] == 0.0
+
+
+def test_conjugate_of_a_sum_with_the_root_in_several_terms():
+    """2*x**3 - 2*x**2*R + y**2*R (R = hypot(x, y)) cancels for x > 0 and small y: the root's
+    coefficient over both terms, y**2 - 2*x**2, gives the conjugate y**4*(3*x**2 - y**2)/..."""
+    r = sp.sqrt(x**2 + y**2)
+    f = 2 * x**3 - 2 * x**2 * r + y**2 * r
+    ((_, form),) = [(k, v) for k, v in conjugate_forms(f) if k == "conjugate"]
+    rows = np.array([[1e5, 1e-3], [2.0, 0.5], [-3.0, 1.0]])
+    exact = [
+        float(2 * a**3 - 2 * a**2 * mpmath.hypot(a, b) + b**2 * mpmath.hypot(a, b))
+        for a, b in (map(mpmath.mpf, r) for r in rows)
+    ]
+    assert _bits(_float64(form, (x, y), rows), exact).max() <= 3.0
+    assert _bits(_float64(f, (x, y), rows[:1]), exact[:1]).max() > 20
 
 
 def test_two_squares_become_hypot_squared():

@@ -50,6 +50,16 @@ def _over(numerator: sp.Expr, denominator: sp.Expr) -> sp.Expr:
     return numerator / den
 
 
+def _split_on(node: sp.Expr, term: sp.Expr, root: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
+    """(k, A) with `node` = A + k*root: from `term` alone, or, where other terms hold the
+    root too (2*x**3 - 2*x**2*R + y**2*R), from the root's coefficient over all of them."""
+    k, rest = sp.cancel(term / root), node - term
+    if rest.has(root):
+        k = sp.factor(sum(t / root for t in node.args if t.has(root)))
+        rest = sp.Add(*(t for t in node.args if not t.has(root)))
+    return k, rest
+
+
 def _conjugate(node: sp.Expr) -> sp.Expr:
     """`node`, a sum, as the two-piece form of the module docstring (or unchanged)."""
     for term in node.args:
@@ -57,8 +67,7 @@ def _conjugate(node: sp.Expr) -> sp.Expr:
         if radicand is None:
             continue
         root = sp.sqrt(radicand)
-        k = sp.cancel(term / root)
-        rest = node - term
+        k, rest = _split_on(node, term, root)
         if rest == 0 or k.has(root) or rest.has(root):
             continue
         numerator = sp.cancel(sp.expand(rest**2 - k**2 * radicand))
@@ -121,31 +130,20 @@ def _magnitudes(expr: sp.Expr, arg: sp.Symbol) -> sp.Expr:
     return sp.factor_terms(split).xreplace({size: sp.Abs(arg), sign: sp.sign(arg)})
 
 
-def _over_magnitude(expr: sp.Expr) -> bool:
-    """Whether `expr` divides by |arg| for an arg."""
-    _, denominator = sp.fraction(expr)
-    return any(a.args[0].is_Symbol for a in denominator.atoms(sp.Abs))
-
-
 def _folded(form: sp.Expr) -> sp.Expr:
     """`form` with the factors around its Piecewises moved into the pieces (y*[../|y|] as
-    [y/|y|*..], which the rules turn into sign(y)); where several fold into one, a piece
-    that divides by |y| is rewritten by `_magnitudes` to cancel it. Unchanged past
+    [y/|y|*..], which the rules turn into sign(y)), and each piece that holds |y| rewritten
+    by `_magnitudes`, so |y| cancels against the powers of y around it. Unchanged past
     `MAX_FOLDED_PIECES`."""
-    count = len(form.atoms(sp.Piecewise))
-    if count == 0:
+    if not form.has(sp.Piecewise):
         return form
     folded = sp.piecewise_fold(form)
-    if count == 1:
-        return folded
     if not isinstance(folded, sp.Piecewise) or len(folded.args) > MAX_FOLDED_PIECES:
         return form
     return sp.Piecewise(*((_cancel_magnitudes(e), c) for e, c in folded.args))
 
 
 def _cancel_magnitudes(piece: sp.Expr) -> sp.Expr:
-    if not _over_magnitude(piece):
-        return piece
     for arg in sorted({a.args[0] for a in piece.atoms(sp.Abs) if a.args[0].is_Symbol}, key=str):
         piece = _magnitudes(piece, arg)
     return piece

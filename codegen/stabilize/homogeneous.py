@@ -8,7 +8,10 @@ sqrt(x**2 + y**2) - x has d = 1, 1 - x/hypot(x, y) has d = 0). Such a form is co
     m**d * F(x/m, y/m),    m = max(|x|, |y|),
 
 so its inside sees args in [-1, 1]: x**2*y**2 cannot overflow at 1e100 or underflow at
-1e-100, where the result is a normal number. The scaled args are rounded once (half an ulp
+1e-100, where the result is a normal number. `halved_forms` scales only the sums under a
+root, of any form: (a + b)**p as 2**p*(a/2 + b/2)**p, for a sum that overflows at the top of
+the range where its root does not (sqrt(x + hypot(x, y)) at x = 3e38 in float32), with no
+arg rounded to a subnormal as m's scaling does to y/m. The scaled args are rounded once (half an ulp
 each), and m**d is multiplied out one factor at a time. Homogeneity is checked at two random
 points scaled by 2 and 3, in 30 digits, and `stabilize` measures each candidate against the
 exact reference.
@@ -73,26 +76,51 @@ def _rational(value: sp.Float) -> sp.Rational | None:
 
 
 def _scaled(expr: sp.Expr, args, degree: sp.Rational) -> sp.Expr:
+    """m**d * F(x/m, y/m); sign(y) stays sign(y), not sign(y/m), which is 0 where y/m
+    underflows (y = 1e-300, x = 1e20)."""
     m = sp.Max(*(sp.Abs(a) for a in args))
-    inside = expr.xreplace({a: sp.UnevaluatedExpr(a / m) for a in args})
+    signs = {s: sp.Dummy("sign") for s in expr.atoms(sp.sign) if s.args[0] in args}
+    inside = expr.xreplace(signs).xreplace({a: sp.UnevaluatedExpr(a / m) for a in args})
+    inside = inside.xreplace({d: s for s, d in signs.items()})
     return sp.UnevaluatedExpr(inside) * m**degree if degree != 0 else inside
 
 
+def _versions(form: sp.Expr) -> list[tuple[str, sp.Expr]]:
+    ruled, used = apply_rules(form)
+    out = [("scaled args+rules", ruled)] if used else []
+    return out + [(f"scaled args+{n}", f) for n, f in spread_forms(ruled)]
+
+
 def _forms(expr: sp.Expr, args) -> list[tuple[str, sp.Expr]]:
-    degree = homogeneous_degree(expr, args)
+    degree = bounded(HOMOGENEOUS_SECONDS, None, homogeneous_degree, expr, args)
     if degree is None:
         return []
     form = _scaled(expr, args, degree)
-    ruled, used = apply_rules(form)
-    out = [("scaled args", form)]
-    out += [("scaled args+rules", ruled)] if used else []
-    return out + [(f"scaled args+{n}", f) for n, f in spread_forms(ruled)]
+    return [("scaled args", form), *bounded(HOMOGENEOUS_SECONDS, [], _versions, form)]
 
 
 def homogeneous_forms(expr: sp.Expr, args) -> list[tuple[str, sp.Expr]]:
     """The scaled candidates of `expr` if it is homogeneous in two or more args; none for one
-    arg, a form free of one of the args, or past the time bound."""
+    arg, a form free of one of the args, or past the time bound of the check (the scaled
+    form alone past that of its versions with rules)."""
     used = [a for a in args if a in expr.free_symbols]
     if len(args) < 2 or len(used) < len(args):
         return []
-    return bounded(HOMOGENEOUS_SECONDS, [], _forms, expr, tuple(args))
+    return _forms(expr, tuple(args))
+
+
+def _halved(node: sp.Pow) -> sp.Expr:
+    half = sp.Add(*(term / 2 for term in node.base.args))
+    return sp.UnevaluatedExpr(half**node.exp) * 2**node.exp
+
+
+def halved_forms(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
+    """`expr` with every sum under a root (or any power not an integer) halved inside and
+    the power of 2 taken out; none where it has no such sum. Halving is exact (but for
+    subnormal terms)."""
+
+    def is_target(n) -> bool:
+        return n.is_Pow and n.exp.is_Rational and not n.exp.is_Integer and n.base.is_Add
+
+    halved = expr.replace(is_target, _halved)
+    return [("halved sums", halved)] if halved != expr else []

@@ -5,7 +5,7 @@ args. Out: more `(label, form)` candidates for `selection` to measure:
 
 - `compensated_forms`: the best forms with exact squares inside exp and compensated sums;
 - `scaled_forms`: the best forms (and those accurate where they are not) at scaled args,
-  where homogeneous;
+  where homogeneous; and `halved_forms`, the best forms with their sums under roots halved;
 - `series_forms_at`: Taylor series at 0 and expansions at the domain's infinite ends;
 - `local_series`: Taylor polynomials about points inside the range where the best fails;
 - `term_forms`: each term of a sum alone, for where it dominates.
@@ -20,11 +20,12 @@ import functools
 import numpy as np
 import sympy as sp
 
+from codegen.judge import accuracy
 from codegen.lower import op_count
 from codegen.stabilize.asymptotic import asymptotic_forms
 from codegen.stabilize.candidates import series_candidates
 from codegen.stabilize.compensated import compensated, exact_exponents
-from codegen.stabilize.homogeneous import homogeneous_forms
+from codegen.stabilize.homogeneous import halved_forms, homogeneous_forms
 from codegen.stabilize.local_series import local_series_forms
 from codegen.stabilize.measuring import Candidate, Samples
 from codegen.stabilize.regimes import complementary_labels
@@ -93,11 +94,48 @@ def scaled_forms(tried, bits: dict, samples: Samples, args) -> list[tuple[str, s
     closed = [c for c in tried if isinstance(c.form, sp.Expr) and c.label in bits]
     ranked = sorted(closed, key=Candidate.rank)
     labels = complementary_labels(ranked, bits, samples.points, SCALED_TRIES)
+    labels += [k for k in _best_at_moderate_args(closed, bits, samples) if k not in labels]
     out = []
     for candidate in (c for c in ranked if c.label in labels):
         found = homogeneous_forms(candidate.form, args)
         out += [(f"{candidate.label}+{label}", form) for label, form in found]
     return out
+
+
+HALVED_TRIES = 2  # the best forms measured that get their sums under roots halved
+
+
+def halved_versions(tried) -> list[tuple[str, sp.Expr]]:
+    """The best measured closed forms with the sums under their roots halved (`halved_forms`):
+    sqrt(-x + hypot(x, y)) stays finite at x = -1.8e308, where -x + hypot(x, y) is inf."""
+    closed = [c for c in sorted(tried, key=Candidate.rank) if isinstance(c.form, sp.Expr)]
+    out = []
+    for candidate in closed[:HALVED_TRIES]:
+        out += [(f"{candidate.label}+{n}", f) for n, f in halved_forms(candidate.form)]
+    return out
+
+
+MODERATE_TRIES = 2  # forms scaled for their accuracy at moderate args alone
+MODERATE = 2.0**8  # moderate args: the largest in magnitude within [1/MODERATE, MODERATE]
+
+
+def _best_at_moderate_args(closed, bits: dict, samples: Samples) -> list[str]:
+    """The labels of the forms with the fewest points over the promise's p99 limit, then the
+    least mean error, where the largest arg is moderate: scaling takes every point there,
+    so a form that fails only by overflow elsewhere is what scaling makes accurate
+    everywhere, however it ranked on all points."""
+
+    def score(candidate) -> tuple[int, float]:
+        over, total = 0, 0.0
+        for dtype, points in samples.points.items():
+            largest = np.max(np.abs(points.astype(np.float64)), axis=1)
+            moderate = (largest >= 1 / MODERATE) & (largest <= MODERATE)
+            b = np.nan_to_num(bits[candidate.label][dtype][moderate], nan=64.0)
+            over += int(np.sum(b > accuracy.P99_LIMIT))
+            total += float(np.mean(b)) if b.size else 0.0
+        return over, total
+
+    return [c.label for c in sorted(closed, key=score)[:MODERATE_TRIES]]
 
 
 def _error_free_versions(form: sp.Expr, args) -> list[tuple[str, sp.Expr]]:

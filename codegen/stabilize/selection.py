@@ -44,6 +44,7 @@ from codegen.stabilize.per_dtype import dtype_regimes, split
 from codegen.stabilize.piecewise import choose_pieces
 from codegen.stabilize.refinements import (
     compensated_forms,
+    halved_versions,
     local_series,
     lowers,
     scaled_forms,
@@ -160,10 +161,13 @@ def _best(spec: Spec, partial: Partial, samples: Samples, forms, promoted: bool)
         found = compensated_forms(tried, spec.arg_symbols)
         best = _measure_all(found, spec, samples, promoted, (tried, bits))
     multi = len(spec.args) > 1
-    if needs_regimes(best, MARGIN_BITS) and multi and time_left("refine") > 0:
+    if needs_regimes(best, MARGIN_BITS) and multi:  # cheap: not skipped when the budget is out
         with charged("refine"):
             found = scaled_forms(tried, bits, samples, spec.arg_symbols)
             best = _measure_all(found, spec, samples, promoted, (tried, bits))
+    if not best.keeps_promise():
+        found = halved_versions(tried)
+        best = _measure_all(found, spec, samples, promoted, (tried, bits))
     columns = regime_columns(spec, partial)
     for column in columns if needs_regimes(best, MARGIN_BITS) else ():
         # series of a multi-arg last order cost most of a build: only where the best form
@@ -347,8 +351,19 @@ def _stabilized(derivatives: Derivatives) -> StableForms:
     forms = [_explained(spec, p, valid_candidates) for p in partials]
     choices = _chosen_in_order(spec, partials, forms, False)
     if any(c.promote_float32 for c in choices):
+        forms = [(*f, *_best_of(c)) for f, c in zip(forms, choices)]
         choices = _chosen_in_order(spec, partials, forms, True)
     return StableForms(spec, choices)
+
+
+def _best_of(choice: Choice) -> tuple[tuple[str, object], ...]:
+    """The best form the first pass measured for a partial, as a candidate of the promoted
+    pass: the budgets that pass spent are gone, and float64 must not get a worse form for
+    float32's sake (float64 computes alike in both passes)."""
+    if isinstance(choice.exact, sp.Piecewise) or not choice.tried:
+        return ()
+    best = min(choice.tried, key=Candidate.rank)
+    return ((best.label, best.form),)
 
 
 def _chosen_in_order(spec: Spec, partials, forms, promoted: bool) -> tuple[Choice, ...]:
