@@ -351,19 +351,8 @@ def _stabilized(derivatives: Derivatives) -> StableForms:
     forms = [_explained(spec, p, valid_candidates) for p in partials]
     choices = _chosen_in_order(spec, partials, forms, False)
     if any(c.promote_float32 for c in choices):
-        forms = [(*f, *_best_of(c)) for f, c in zip(forms, choices)]
         choices = _chosen_in_order(spec, partials, forms, True)
     return StableForms(spec, choices)
-
-
-def _best_of(choice: Choice) -> tuple[tuple[str, object], ...]:
-    """The best form the first pass measured for a partial, as a candidate of the promoted
-    pass: the budgets that pass spent are gone, and float64 must not get a worse form for
-    float32's sake (float64 computes alike in both passes)."""
-    if isinstance(choice.exact, sp.Piecewise) or not choice.tried:
-        return ()
-    best = min(choice.tried, key=Candidate.rank)
-    return ((best.label, best.form),)
 
 
 def _chosen_in_order(spec: Spec, partials, forms, promoted: bool) -> tuple[Choice, ...]:
