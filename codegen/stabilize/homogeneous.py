@@ -8,13 +8,15 @@ sqrt(x**2 + y**2) - x has d = 1, 1 - x/hypot(x, y) has d = 0). Such a form is co
     m**d * F(x/m, y/m),    m = max(|x|, |y|),
 
 so its inside sees args in [-1, 1]: x**2*y**2 cannot overflow at 1e100 or underflow at
-1e-100, where the result is a normal number. `halved_forms` scales only the sums under a
-root, of any form: (a + b)**p as 2**p*(a/2 + b/2)**p, for a sum that overflows at the top of
-the range where its root does not (sqrt(x + hypot(x, y)) at x = 3e38 in float32), with no
-arg rounded to a subnormal as m's scaling does to y/m. The scaled args are rounded once (half an ulp
+1e-100, where the result is a normal number. The scaled args are rounded once (half an ulp
 each), and m**d is multiplied out one factor at a time. Homogeneity is checked at two random
 points scaled by 2 and 3, in 30 digits, and `stabilize` measures each candidate against the
 exact reference.
+
+`halved_forms` scales only the sums under a root, of any form: (a + b)**p as
+2**p*(a/2 + b/2)**p, for a sum that overflows at the top of the range where its root does not
+(sqrt(x + hypot(x, y)) at x = 3e38 in float32), with no arg rounded to a subnormal as m's
+scaling does to y/m.
 
 `stabilize` offers them only where the best forms measured miss the promise or its margin,
 for the best few: a form accurate already needs no longer one.

@@ -5,7 +5,8 @@ args. Out: more `(label, form)` candidates for `selection` to measure:
 
 - `compensated_forms`: the best forms with exact squares inside exp and compensated sums;
 - `scaled_forms`: the best forms (and those accurate where they are not) at scaled args,
-  where homogeneous; and `halved_forms`, the best forms with their sums under roots halved;
+  where homogeneous;
+- `halved_versions`: the best forms with the sums under their roots halved;
 - `series_forms_at`: Taylor series at 0 and expansions at the domain's infinite ends;
 - `local_series`: Taylor polynomials about points inside the range where the best fails;
 - `term_forms`: each term of a sum alone, for where it dominates.
@@ -125,12 +126,13 @@ def _best_at_moderate_args(closed, bits: dict, samples: Samples) -> list[str]:
     so a form that fails only by overflow elsewhere is what scaling makes accurate
     everywhere, however it ranked on all points."""
 
+    largest = {d: np.max(np.abs(p.astype(np.float64)), axis=1) for d, p in samples.points.items()}
+    moderate = {d: (m >= 1 / MODERATE) & (m <= MODERATE) for d, m in largest.items()}
+
     def score(candidate) -> tuple[int, float]:
         over, total = 0, 0.0
-        for dtype, points in samples.points.items():
-            largest = np.max(np.abs(points.astype(np.float64)), axis=1)
-            moderate = (largest >= 1 / MODERATE) & (largest <= MODERATE)
-            b = np.nan_to_num(bits[candidate.label][dtype][moderate], nan=64.0)
+        for dtype, mask in moderate.items():
+            b = np.nan_to_num(bits[candidate.label][dtype][mask], nan=64.0)
             over += int(np.sum(b > accuracy.P99_LIMIT))
             total += float(np.mean(b)) if b.size else 0.0
         return over, total
