@@ -30,6 +30,7 @@ from codegen.front.rounding import (
     square_head_values,
     two_sum_compensation,
 )
+from codegen.judge import portable
 
 __all__ = [
     "FUNCTIONS",
@@ -165,13 +166,13 @@ def _ndtr(u):
 
 def _np_sigmoid(u):
     # TensorFlow's kernel: exp of a non-positive argument only, so no overflow.
-    e = np.exp(-np.abs(u))
+    e = portable.exp(-np.abs(u))
     one = np.ones_like(u)
     return np.where(u >= 0, one / (one + e), e / (one + e))
 
 
 def _np_softplus(u):
-    return np.logaddexp(np.zeros_like(u), u)
+    return portable.logaddexp(np.zeros_like(u), u)
 
 
 def _np_erf(u):
@@ -276,25 +277,25 @@ class FunctionInfo:
 FUNCTIONS: dict[str, FunctionInfo] = {
     info.name: info
     for info in (
-        FunctionInfo("exp", sp.exp, "tf.math.exp", np.exp),
-        FunctionInfo("log", sp.log, "tf.math.log", np.log),
+        FunctionInfo("exp", sp.exp, "tf.math.exp", portable.exp),
+        FunctionInfo("log", sp.log, "tf.math.log", portable.log),
         FunctionInfo("sqrt", sp.sqrt, "tf.math.sqrt", np.sqrt),
-        FunctionInfo("sin", sp.sin, "tf.math.sin", np.sin),
-        FunctionInfo("cos", sp.cos, "tf.math.cos", np.cos),
-        FunctionInfo("tan", sp.tan, "tf.math.tan", np.tan),
-        FunctionInfo("asin", sp.asin, "tf.math.asin", np.arcsin),
-        FunctionInfo("acos", sp.acos, "tf.math.acos", np.arccos),
-        FunctionInfo("atan", sp.atan, "tf.math.atan", np.arctan),
-        FunctionInfo("sinh", sp.sinh, "tf.math.sinh", np.sinh),
-        FunctionInfo("cosh", sp.cosh, "tf.math.cosh", np.cosh),
-        FunctionInfo("tanh", sp.tanh, "tf.math.tanh", np.tanh),
-        FunctionInfo("asinh", sp.asinh, "tf.math.asinh", np.arcsinh),
-        FunctionInfo("acosh", sp.acosh, "tf.math.acosh", np.arccosh),
-        FunctionInfo("atanh", sp.atanh, "tf.math.atanh", np.arctanh),
+        FunctionInfo("sin", sp.sin, "tf.math.sin", portable.sin),
+        FunctionInfo("cos", sp.cos, "tf.math.cos", portable.cos),
+        FunctionInfo("tan", sp.tan, "tf.math.tan", portable.tan),
+        FunctionInfo("asin", sp.asin, "tf.math.asin", portable.arcsin),
+        FunctionInfo("acos", sp.acos, "tf.math.acos", portable.arccos),
+        FunctionInfo("atan", sp.atan, "tf.math.atan", portable.arctan),
+        FunctionInfo("sinh", sp.sinh, "tf.math.sinh", portable.sinh),
+        FunctionInfo("cosh", sp.cosh, "tf.math.cosh", portable.cosh),
+        FunctionInfo("tanh", sp.tanh, "tf.math.tanh", portable.tanh),
+        FunctionInfo("asinh", sp.asinh, "tf.math.asinh", portable.arcsinh),
+        FunctionInfo("acosh", sp.acosh, "tf.math.acosh", portable.arccosh),
+        FunctionInfo("atanh", sp.atanh, "tf.math.atanh", portable.arctanh),
         FunctionInfo("erf", sp.erf, "tf.math.erf", _np_erf),
         FunctionInfo("erfc", sp.erfc, "tf.math.erfc", _np_erfc),
-        FunctionInfo("log1p", log1p, "tf.math.log1p", np.log1p),
-        FunctionInfo("expm1", expm1, "tf.math.expm1", np.expm1),
+        FunctionInfo("log1p", log1p, "tf.math.log1p", portable.log1p),
+        FunctionInfo("expm1", expm1, "tf.math.expm1", portable.expm1),
         FunctionInfo("sigmoid", sigmoid, "tf.math.sigmoid", _np_sigmoid),
         FunctionInfo("softplus", softplus, "tf.math.softplus", _np_softplus),
         FunctionInfo("abs", sp.Abs, "tf.math.abs", np.abs),

@@ -18,6 +18,8 @@ import mpmath
 import numpy as np
 import sympy as sp
 
+from codegen.judge import portable
+
 
 def gamma_family(n, x) -> sp.Expr:
     """lgamma(x) for n = -1, polygamma(n, x) for n >= 0."""
@@ -90,7 +92,7 @@ def _series(n: int, z: np.ndarray) -> np.ndarray:
     """The asymptotic series of polygamma(n, z) (n >= 0), z >= 10, in float64."""
     if n == 0:
         tail = sum(c * z ** (-float(p)) for p, c in tail_coefficients(0, POLYGAMMA_TERMS))
-        return np.log(z) - 0.5 / z + tail
+        return portable.log(z) - 0.5 / z + tail
     return sum(c * z ** (-float(p)) for p, c in polygamma_series_coefficients(n))
 
 

@@ -20,6 +20,8 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
+from codegen.judge import portable
+
 
 class compensation(sp.Function):  # noqa: N801 - SymPy function classes are lower case
     """slope * ((a + b) - fl(a + b)): 0 in exact arithmetic, slope times the rounding error
@@ -89,7 +91,7 @@ def exponent_error_values(u: np.ndarray, p) -> np.ndarray:
     head = exponent_head(p)
     tail, head = u.dtype.type(float(p - head)), u.dtype.type(float(head))
     with np.errstate(all="ignore"):
-        error = np.power(u, head) * np.expm1(np.log(u) * tail)
+        error = portable.power(u, head) * portable.expm1(portable.log(u) * tail)
         return np.where(np.abs(error) < np.inf, error, np.zeros_like(error))
 
 

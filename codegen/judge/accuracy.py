@@ -36,6 +36,7 @@ import sympy as sp
 from sympy.codegen.cfunctions import expm1, log1p
 
 from codegen.front.functions import sigmoid, softplus
+from codegen.judge import portable
 from codegen.judge.balls import FORMAT, compile_balls, leaf, point, precision
 from codegen.judge.sampling import ordinal, sample_points
 from codegen.timebound import SymPyTimeout, time_limit
@@ -203,7 +204,7 @@ def bits_error(approx: np.ndarray, exact: np.ndarray, dtype: str) -> np.ndarray:
     a, e = np.asarray(approx).astype(t), np.asarray(exact).astype(t)
     oa, oe = ordinal(a), ordinal(e)
     same_side = np.abs(oa - oe).astype(np.float64)  # exact in int64 when signs agree
-    bits = np.log2(
+    bits = portable.log2(
         1.0
         + np.where(
             (oa >= 0) == (oe >= 0),

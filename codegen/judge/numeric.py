@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from codegen.front.functions import ALL_FUNCTIONS
+from codegen.judge import portable
 from codegen.lower import Program
 
 _BINARY = {
@@ -26,7 +27,7 @@ _BINARY = {
     "sub": np.subtract,
     "mul": np.multiply,
     "div": np.divide,
-    "pow": np.power,
+    "pow": portable.power,
     "maximum": np.maximum,
     "minimum": np.minimum,
     "div_no_nan": lambda a, b: np.where(b == 0, np.zeros_like(a), a / b),

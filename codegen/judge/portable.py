@@ -1,0 +1,84 @@
+"""Elementary functions that round the same on every processor, for the NumPy mirror.
+
+In: NumPy's transcendental ufuncs (exp, log, tanh, log1p, pow, ...). Out: wrappers that
+compute in a wider type and round back to the argument's dtype: float32 through float64,
+float64 through `np.longdouble` where it is wider (x86-64 Linux: a 64-bit significand).
+
+Why: NumPy sends float32 and float64 transcendentals to kernels chosen by the processor's
+SIMD level (baseline SSE, AVX2, AVX-512 with SVML), and those differ in the last bits. The
+stabilizer measures every candidate form on the mirror, so its regime bounds and the
+figures it writes into generated docstrings came out different on different machines:
+the same library built at three SIMD levels of one machine gave three sets of figures, and
+on an AVX2 machine four library specs got other regime bounds than on the AVX-512 machine
+that committed them. A result computed wider and rounded back differs between two
+processors only where both wider results sit within their few units of error of a
+rounding boundary of the narrower type: 2**-11 of the points for float64, 2**-29 for
+float32, and then by one unit in the last place.
+
+Where `np.longdouble` is no wider than float64 (Windows, Apple silicon), float64 goes
+through the plain ufunc: output there may differ in those last bits.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+WIDE64 = np.longdouble if np.finfo(np.longdouble).nmant > np.finfo(np.float64).nmant else np.float64
+_WIDER = {np.dtype(np.float32): np.float64, np.dtype(np.float64): WIDE64}
+
+
+def portable(ufunc, wide=None):
+    """`ufunc` computed one type wider than its float arguments and rounded back to their
+    dtype (`wide`, if given, computes it in `WIDE64`); other dtypes (bools, ints,
+    longdouble) go through `ufunc` as they are."""
+
+    @functools.wraps(ufunc)
+    def rounded(*args):
+        arrays = [np.asarray(a) for a in args]
+        dtype = np.result_type(*arrays)
+        wider = _WIDER.get(dtype)
+        if wider is None:
+            return ufunc(*arrays)
+        compute = wide if wide is not None and wider is WIDE64 is not np.float64 else ufunc
+        with np.errstate(all="ignore"):
+            return compute(*(a.astype(wider) for a in arrays)).astype(dtype)
+
+    return rounded
+
+
+exp = portable(np.exp)
+expm1 = portable(np.expm1)
+log = portable(np.log)
+log1p = portable(np.log1p)
+log2 = portable(np.log2)
+logaddexp = portable(np.logaddexp)
+MAX_SMALL_POWER = 4
+
+
+def _wide_power(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """x**y in `WIDE64`: exp2(y*log2(x)) for positive finite x and finite y, 13 times faster
+    than `np.longdouble`'s powl and within a unit of float64's last place after rounding
+    (log2 carries 64 bits, so y*log2(x) up to 1024 loses at most 2**-54); small integer
+    powers by products; powl elsewhere (0, negative bases with integer exponents, inf, NaN)."""
+    x, y = np.broadcast_arrays(x, y)
+    out = np.empty(x.shape, dtype=WIDE64)
+    fast = (x > 0) & np.isfinite(x) & np.isfinite(y)
+    out[fast] = np.exp2(y[fast] * np.log2(x[fast]))
+    out[~fast] = np.power(x[~fast], y[~fast])
+    for k in range(-MAX_SMALL_POWER, MAX_SMALL_POWER + 1):  # squares, cubes: by products,
+        small = fast & (y == k)  # each rounded to 64 bits, so float64 gets them rounded right
+        if small.any():
+            product = np.ones(int(small.sum()), dtype=WIDE64)
+            for _ in range(abs(k)):
+                product = product * x[small]
+            out[small] = product if k >= 0 else 1 / product
+    return out
+
+
+power = portable(np.power, wide=_wide_power)
+sin, cos, tan = portable(np.sin), portable(np.cos), portable(np.tan)
+arcsin, arccos, arctan = portable(np.arcsin), portable(np.arccos), portable(np.arctan)
+sinh, cosh, tanh = portable(np.sinh), portable(np.cosh), portable(np.tanh)
+arcsinh, arccosh, arctanh = portable(np.arcsinh), portable(np.arccosh), portable(np.arctanh)
