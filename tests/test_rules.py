@@ -19,7 +19,8 @@ from codegen.front.functions import erfcx, sigmoid, softplus
 from codegen.judge.accuracy import P99_LIMIT, bits_error, reference
 from codegen.judge.numeric import run
 from codegen.lower import lower
-from codegen.stabilize.rules import FINAL_RULES, STABLE_RULES, Rule, apply_rules, rewrite_node
+from codegen.stabilize.rewriting import innermost_first
+from codegen.stabilize.rules import FINAL_RULES, STABLE_RULES, Rule, apply_rules
 
 x, y = sp.symbols("x y", real=True)
 POINTS_X = (-3.5, -0.75, 0.3, 1.25, 4.0)
@@ -84,8 +85,11 @@ CASES: dict[str, Case] = {
     ),
     "logaddexp": Case(
         rewrites=((sp.log(sp.exp(x) + sp.exp(y)), sp.Max(x, y) + softplus(-sp.Abs(x - y))),),
-        # log(e^x - e^y) is no logaddexp; nor is a sum of three exponentials.
-        untouched=(sp.log(sp.exp(x) - sp.exp(y)), sp.log(sp.exp(x) + sp.exp(y) + sp.exp(x * y))),
+        # a sum of three exponentials is no logaddexp; nor are scaled ones (no rule takes those)
+        untouched=(
+            sp.log(2 * sp.exp(x) + 2 * sp.exp(y)),
+            sp.log(sp.exp(x) + sp.exp(y) + sp.exp(x * y)),
+        ),
     ),
     "erfc": Case(
         # erfc(-x) must stay erfc(-x): SymPy's automatic erfc(-x) -> 2 - erfc(x) is the very
@@ -167,6 +171,27 @@ CASES: dict[str, Case] = {
             (y * sp.exp(x) / sp.Abs(y), sp.exp(x) * sp.sign(y)),
         ),
         untouched=(y * sp.Abs(x), x / sp.Abs(y)),
+    ),
+    "log_exp_factor": Case(
+        rewrites=(
+            (sp.log(sp.exp(x) + 2), x + log1p(2 * sp.exp(-x))),
+            (sp.log(sp.exp(2 * x) + y**2), 2 * x + log1p(y**2 * sp.exp(-2 * x))),
+        ),
+        untouched=(sp.log(2 * sp.exp(x) + 3), sp.log(x + sp.exp(2))),
+    ),
+    "hypot_many": Case(
+        rewrites=(
+            (sp.sqrt(x**2 + y**2 + 1), hypot(hypot(1, x), y)),
+            (1 / sp.sqrt(x**2 + y**2 + 4), 1 / hypot(hypot(2, x), y)),
+        ),
+        untouched=(sp.sqrt(x**2 + y**2 + x), sp.sqrt(x**2 + y**3 + 1)),
+    ),
+    "softplus_reflection": Case(
+        rewrites=(
+            (softplus(x) - x, softplus(-x)),
+            (2 * softplus(x) - 2 * x + y, y + 2 * softplus(-x)),
+        ),
+        untouched=(softplus(x) + x, softplus(x) - y),
     ),
     "erf_saturate": Case(
         rewrites=(
@@ -259,8 +284,23 @@ def test_rules_apply_bottom_up_inside_larger_expressions():
     assert used == ("expm1", "log1p", "softplus")
 
 
-def test_rewrite_node_reaches_a_fixed_point():
-    out, used = rewrite_node(sp.log(1 + sp.exp(x)), STABLE_RULES)
+def test_outermost_first_fires_the_outer_rule_where_both_match():
+    """log(1 - exp(-x)): innermost first, expm1 takes the inner sum (accurate for small x);
+    outermost first, log1p takes the log (accurate for large x). Both are offered."""
+    inner, _ = apply_rules(sp.log(1 - sp.exp(-x)))
+    outer, used = apply_rules(sp.log(1 - sp.exp(-x)), outermost=True)
+    assert inner == sp.log(-expm1(-x))
+    assert outer == log1p(-sp.exp(-x)) and used == ("log1p",)
+    again, _ = apply_rules(sp.log(sp.exp(x) - 1), outermost=True)
+    assert again == x + log1p(-sp.exp(-x))
+    assert apply_rules(sp.log(sp.exp(x) - sp.exp(y)))[0] == x + sp.log(-expm1(y - x))
+    assert apply_rules(sp.log(sp.exp(x) - sp.exp(y)), outermost=True)[0] == x + log1p(
+        -sp.exp(y - x)
+    )
+
+
+def test_innermost_first_reaches_a_fixed_point():
+    out, used = innermost_first(sp.log(1 + sp.exp(x)), STABLE_RULES)
     assert out == softplus(x)
     again, more = apply_rules(out)
     assert again == out and more == ()
@@ -298,6 +338,9 @@ UNSTABLE_AT = {
     "pow_expm1": (x**y - 1, (2.0, 1e-20)),
     "abs_ratio": (x**2 / sp.Abs(x), (1e-200,)),
     "erf_saturate": (sp.erf(x), (1e200,)),
+    "log_exp_factor": (sp.log(sp.exp(x) + 2), (800.0,)),
+    "hypot_many": (sp.sqrt(x**2 + y**2 + 1), (1e200, 1e200)),
+    "softplus_reflection": (softplus(x) - x, (40.0,)),
 }
 
 

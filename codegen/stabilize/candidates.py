@@ -17,6 +17,7 @@ from codegen.judge.numeric import rewritten_under_xla
 from codegen.lower import lower
 from codegen.stabilize.conjugates import conjugate_forms
 from codegen.stabilize.gamma import gamma_difference_forms
+from codegen.stabilize.lines import line_forms
 from codegen.stabilize.logs import log_ratio_forms
 from codegen.stabilize.powers import power_difference_forms
 from codegen.stabilize.products import (
@@ -122,6 +123,19 @@ def _distributed(expr: sp.Expr) -> sp.Expr:
     return sp.Add(*(_distribute_term(t) for t in sp.Add.make_args(merged)))
 
 
+def _reciprocal_sum(expr: sp.Expr) -> sp.Expr | None:
+    """1/(1/x + 1/y) for x*y/(x + y): the reciprocal of a quotient whose reciprocal expands
+    into a sum of quotients, none of which overflows where the product x*y does; else None."""
+    numerator, denominator = sp.fraction(sp.together(expr))
+    if numerator.is_number or not denominator.free_symbols:
+        return None
+    # each term cancelled: x**2/(nu*x + x) is x/(nu + 1) whether nu is a param or a number
+    terms = [sp.cancel(t) for t in sp.Add.make_args(sp.expand(denominator / numerator))]
+    if len(terms) < 2 or any(t.is_number for t in terms):
+        return None
+    return 1 / sp.Add(*terms)
+
+
 def _algebraic_variants(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
     """expr, and SymPy's rewrites of it (and its reduction modulo its square roots,
     `radicals`), each given `VARIANT_SECONDS` (skipped past them). factor and collect are
@@ -136,6 +150,7 @@ def _algebraic_variants(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
     if polynomial_steps:
         steps.append(("collect exp", _collect_exp))
     steps.append(("modulo roots", lambda e: modulo_roots(e, sorted(e.free_symbols, key=str))))
+    steps.append(("reciprocal sum", _reciprocal_sum))
     variants = [("sympy", expr)]
     most_ops = MAX_VARIANT_GROWTH * (sp.count_ops(expr) + 1)
     for label, step in steps:
@@ -293,7 +308,7 @@ def candidates(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[str, sp
             if key not in seen:
                 seen.add(key)
                 out.append((name, version))
-    return out
+    return out + line_forms(expr, args)
 
 
 def _versions(label: str, form: sp.Expr, args) -> list[tuple[str, sp.Expr]]:
@@ -335,7 +350,8 @@ def _xla_safe_version(label: str, form: sp.Expr, args) -> list[tuple[str, sp.Exp
 
 
 def _rules_version(label: str, form: sp.Expr) -> list[tuple[str, sp.Expr]]:
-    """`form` with rules applied; where they brought the first exp ((1 + x)**(a - 2) as
+    """`form` with rules applied, innermost nodes first and (where that differs) outermost
+    first; where they brought the first exp ((1 + x)**(a - 2) as
     exp((a - 2)*log1p(x))), also with its products absorbed into it: a*(a - 1) overflows
     beside an exp that underflows, and inf * 0 is NaN."""
     rewritten, used = apply_rules(form)
@@ -343,6 +359,9 @@ def _rules_version(label: str, form: sp.Expr) -> list[tuple[str, sp.Expr]]:
         return []
     named = f"{label}+rules({','.join(used)})"
     out = [(named, rewritten)]
+    outer, outer_used = apply_rules(form, outermost=True)
+    if outer != rewritten:  # log(1 - exp(-x)): log1p(-exp(-x)) beside log(-expm1(-x))
+        out.append((f"{label}+outer rules({','.join(outer_used)})", outer))
     if rewritten.has(sp.exp) and not form.has(sp.exp):
         out += [(f"{named}+{name}", f) for name, f in absorbed_forms(rewritten)]
     if rewritten.has(sigmoid) and not form.has(sigmoid):  # sech(x)**2 as 4*sigmoid(2x)*...

@@ -71,13 +71,16 @@ def _scaled_by_hypot(node: sp.Expr, balanced: bool) -> sp.Expr:
     (a/hypot * hypot**((e-k)/e))**e, so no ratio is squared into underflow first.
     """
     hyps = [f for f in node.args if f.as_base_exp()[0].func is hypot]
+    if len(hyps) == 2:  # hypot(y, 1)**2 / hypot(x, y, 1)**3: the smaller one is a ratio
+        hyps = [f for f in hyps if f.as_base_exp()[1].is_negative]
     if len(hyps) != 1:
         return node
     h, power = hyps[0].as_base_exp()
     ratios, rest = [], []
     for factor in node.args:
         base, e = factor.as_base_exp()
-        if base.is_Symbol and e.is_Integer and e > 0:
+        over = base.is_Symbol or (base.func is hypot and factor is not hyps[0])
+        if over and e.is_Integer and e > 0:
             ratios.append((base / h, e))
             power += e
         elif factor is not hyps[0]:
@@ -106,21 +109,39 @@ def hypot_forms(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
     return out
 
 
-def _two_squares(node: sp.Expr) -> tuple[sp.Expr, sp.Expr] | None:
-    """(a, b) where `node` is a**2 + b**2 (neither a number), else None."""
-    if not node.is_Add or len(node.args) != 2:
+def _square_roots(node: sp.Expr) -> tuple[sp.Expr, ...] | None:
+    """(a, b, ...) where `node` is a**2 + b**2 + ... (a number c > 0 as sqrt(c)**2), else
+    None."""
+    if not node.is_Add:
         return None
-    pairs = [term.as_base_exp() for term in node.args]
-    if any(e != 2 or b.is_number for b, e in pairs):
+    roots, numbers = [], 0
+    for term in node.args:
+        base, e = term.as_base_exp()
+        if term.is_number and term.is_positive:
+            roots.append(sp.sqrt(term))
+            numbers += 1
+        elif e == 2 and not base.is_number:
+            roots.append(base)
+        else:
+            return None
+    if numbers > 1:  # SymPy adds numbers up: two would be an unevaluated sum
         return None
-    return pairs[0][0], pairs[1][0]
+    return tuple(roots)
+
+
+def _nested_hypot(roots: tuple[sp.Expr, ...]) -> sp.Expr:
+    nested = roots[0]
+    for root in roots[1:]:
+        nested = hypot(nested, root)
+    return nested
 
 
 def squares_as_hypot(expr: sp.Expr) -> sp.Expr:
-    """Each sum a**2 + b**2 as hypot(a, b)**2: 1/(x**2 + y**2) overflows and log(x**2 + y**2)
-    is inf past 1e154, where 1/hypot(x, y)**2 and 2*log(hypot(x, y)) are not."""
+    """Each sum of squares a**2 + b**2 (+ c) as hypot(a, b)**2: 1/(x**2 + y**2) overflows and
+    log(x**2 + y**2) is inf past 1e154, where 1/hypot(x, y)**2 and 2*log(hypot(x, y)) are
+    not; y**2 + 1 is hypot(y, 1)**2."""
     squares = expr.replace(
-        lambda n: _two_squares(n) is not None, lambda n: hypot(*_two_squares(n)) ** 2
+        lambda n: _square_roots(n) is not None, lambda n: _nested_hypot(_square_roots(n)) ** 2
     )
     return squares.replace(  # log(hypot**2) as 2*log(hypot): hypot >= 0
         lambda n: n.func is sp.log and n.args[0].is_Pow and n.args[0].base.func is hypot,
@@ -175,13 +196,18 @@ def _spread(node: sp.Expr, units_first: bool = False) -> sp.Expr:
 
 
 def _paired(node: sp.Expr) -> sp.Expr:
-    """a**k * b**-k -> (a/b)**k: a**k and b**k overflow where their ratio does not."""
+    """a**k * b**-m -> (a/b)**k * b**(k - m) for m >= k >= 2, the largest such k: a**k and
+    b**m overflow where their ratio does not (y**2/(x + y)**3 is (y/(x + y))**2/(x + y))."""
     ups = {f.exp: f.base for f in node.args if f.is_Pow and f.exp.is_Integer and f.exp > 1}
     for f in node.args:
-        if f.is_Pow and f.exp.is_Integer and -f.exp in ups and not f.base.is_number:
-            top = ups[-f.exp]
-            rest = [g for g in node.args if g is not f and g != top**-f.exp]
-            return sp.Mul(*rest, sp.UnevaluatedExpr(top / f.base) ** (-f.exp))
+        if f.is_Pow and f.exp.is_Integer and f.exp < 0 and not f.base.is_number:
+            fits = [k for k in ups if k <= -f.exp]
+            if not fits:
+                continue
+            k = max(fits)
+            top = ups[k]
+            rest = [g for g in node.args if g is not f and g != top**k]
+            return sp.Mul(*rest, sp.UnevaluatedExpr(top / f.base) ** k, f.base ** (f.exp + k))
     return node
 
 

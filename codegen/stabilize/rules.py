@@ -1,31 +1,25 @@
 """Rewrite rules: equivalent forms that TensorFlow computes without cancellation or overflow.
 
-In: a SymPy expression. Out: the same function, rewritten by named rules
-applied bottom-up to a fixed point. Each rule is data: a `Rule` with a name,
-the identity it uses, and a function that rewrites one node or returns None
-when the node is not its pattern. `STABLE_RULES` is the tuple `stabilize`
-applies; every rule is tested three ways (the rewrite, a node it must leave
+In: a SymPy expression. Out: the same function, rewritten by named rules applied to a
+fixed point, innermost or outermost nodes first (`rewriting`). Each rule is data: a `Rule`
+with a name, the identity it uses, and a function that rewrites one node or returns None
+when the node is not its pattern. `STABLE_RULES` is the tuple `stabilize` applies; every
+rule is tested three ways (the rewrite, a node it must leave
 alone, and equality with the original) in tests/test_rules.py.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+import functools
 
 import sympy as sp
 from sympy.codegen.cfunctions import expm1, hypot, log1p
 
 from codegen.front.functions import erfcx, sigmoid, softplus
+from codegen.stabilize.rewriting import Rule, innermost_first, outermost_first
 
 
-@dataclass(frozen=True)
-class Rule:
-    name: str
-    identity: str
-    rewrite: Callable[[sp.Expr], sp.Expr | None]
-
-
+@functools.lru_cache(maxsize=1 << 14)  # six rules ask it of each sum
 def split_constant(expr: sp.Add) -> tuple[sp.Expr, sp.Expr]:
     constant, rest = expr.as_independent(*expr.free_symbols, as_Add=True)
     return constant, rest
@@ -152,6 +146,21 @@ def _sigmoid_complement(node):
     return None
 
 
+def _softplus_reflection(node):
+    """c*softplus(u) + r -> c*softplus(-u) + (c*u + r) where c*u cancels in r: softplus(x) - x
+    is softplus(-x), which does not round x + tiny back to x first."""
+    if not node.is_Add:
+        return None
+    for term in node.args:
+        coeff, factor = term.as_coeff_Mul()
+        if factor.func is softplus:
+            u = factor.args[0]
+            linear = sp.expand(node - term + coeff * u)
+            if sp.count_ops(linear) < sp.count_ops(node - term):
+                return coeff * softplus(-u) + linear
+    return None
+
+
 def _log_sigmoid(node):
     if node.func is sp.log and node.args[0].func is sigmoid:
         return -softplus(-node.args[0].args[0])
@@ -166,6 +175,19 @@ def _logaddexp(node):
             a, b = first.args[0], second.args[0]
             return sp.Max(a, b) + softplus(-sp.Abs(a - b))
     return None
+
+
+def _log_exp_factor(node):
+    """log(exp(a) + r) -> a + log(1 + r*exp(-a)), for a sum with one bare exp: exp(a)
+    overflows long before the log does (log(exp(x) - 1) is x + log1p(-exp(-x)))."""
+    if node.func is not sp.log or not node.args[0].is_Add:
+        return None
+    exps = [t for t in node.args[0].args if t.func is sp.exp and not t.args[0].is_number]
+    if len(exps) != 1:
+        return None
+    a = exps[0].args[0]
+    rest = node.args[0] - exps[0]
+    return a + sp.log(1 + sp.powsimp(rest * sp.exp(-a)))  # exp(y)*exp(-x) as exp(y - x)
 
 
 def _erfc(node):
@@ -261,6 +283,20 @@ def _hypot_const(node):
     return None
 
 
+def _hypot_many(node):
+    """(a**2 + b**2 + c)**(k/2) -> hypot(hypot(a, b), sqrt(c))**k for odd k, three or more
+    terms, each a square or a number c > 0: no overflow of the squares."""
+    if node.is_Pow and node.base.is_Add and len(node.base.args) > 2:
+        twice = 2 * node.exp
+        roots = [_squares(term) for term in node.base.args]
+        if twice.is_Integer and twice % 2 == 1 and None not in roots:
+            nested = roots[0]
+            for root in roots[1:]:
+                nested = hypot(nested, root)
+            return nested**twice
+    return None
+
+
 def _inverse_hyperbolic(node):
     """log(a + sqrt(a**2 + c)) -> asinh(a/sqrt(c)) + log(c)/2 (c > 0), and with a**2 - c,
     acosh(a/sqrt(c)) + log(c)/2: the sum cancels for a < 0 and a**2 overflows."""
@@ -304,7 +340,9 @@ STABLE_RULES: tuple[Rule, ...] = (
         _sigmoid_complement,
     ),
     Rule("log_sigmoid", "log(sigmoid(u)) = -softplus(-u)", _log_sigmoid),
+    Rule("softplus_reflection", "softplus(u) - u = softplus(-u)", _softplus_reflection),
     Rule("logaddexp", "log(exp(a) + exp(b)) = max(a, b) + softplus(-|a - b|)", _logaddexp),
+    Rule("log_exp_factor", "log(exp(a) + r) = a + log(1 + r exp(-a))", _log_exp_factor),
     Rule("erfc", "1 + erf(u) = erfc(-u)", _erfc),
     Rule("log_erfc", "log(c erfc(u)) = log(c erfcx(u)) - u**2", _log_erfc),
     Rule("erfc_exp", "exp(a) erfc(u)**k = exp(a - k u**2) erfcx(u)**k", _erfc_exp),
@@ -316,6 +354,7 @@ STABLE_RULES: tuple[Rule, ...] = (
         "sqrt(a**2 + c) = hypot(a, sqrt(c)) for a number c > 0, computed with scaling",
         _hypot_const,
     ),
+    Rule("hypot_many", "sqrt(a**2 + b**2 + c) = hypot(hypot(a, b), sqrt(c))", _hypot_many),
     Rule(
         "inverse_hyperbolic",
         "log(a + sqrt(a**2 + c)) = asinh(a/sqrt(c)) + log(c)/2; with -c, acosh",
@@ -331,51 +370,21 @@ FINAL_RULES: tuple[Rule, ...] = (
 )
 
 
-MAX_REWRITE_DEPTH = 8  # rules that undo each other (or grow their input) stop here
-
-
-def rewrite_node(
-    node: sp.Expr, rules: tuple[Rule, ...], depth: int = 0
-) -> tuple[sp.Expr, list[str]]:
-    """Rewrite the children first, then the node itself until no rule applies.
-
-    A rewrite's output is rewritten again, at most `MAX_REWRITE_DEPTH` deep: rules that
-    feed each other (tanh(exp(x)) brings sigmoids of exponentials) end there, not in a
-    RecursionError.
-    """
-    used: list[str] = []
-    if node.args and not node.is_Atom:
-        new_args = []
-        for arg in node.args:
-            new_arg, names = rewrite_node(arg, rules, depth)
-            new_args.append(new_arg)
-            used += names
-        node = node.func(*new_args) if tuple(new_args) != node.args else node
-    if depth >= MAX_REWRITE_DEPTH:
-        return node, used
-    for _ in range(20):
-        for rule in rules:
-            out = rule.rewrite(node)
-            if out is not None and out != node:
-                node, names = rewrite_node(out, rules, depth + 1)
-                used += [rule.name, *names]
-                break
-        else:
-            return node, used
-    return node, used
-
-
 def apply_rules(
-    expr: sp.Expr, rules: tuple[Rule, ...] = STABLE_RULES, final: tuple[Rule, ...] = FINAL_RULES
+    expr: sp.Expr,
+    rules: tuple[Rule, ...] = STABLE_RULES,
+    final: tuple[Rule, ...] = FINAL_RULES,
+    outermost: bool = False,
 ) -> tuple[sp.Expr, tuple]:
-    """`expr` rewritten by `rules` to a fixed point, and the sorted names of the rules used.
+    """`expr` rewritten by `rules` to a fixed point, and the sorted names of the rules used;
+    innermost nodes first, or (`outermost`) outermost first (`rewriting`).
 
     Where SymPy recurses without end building a rewritten node (Abs of some products of
     exponentials), `expr` comes back unchanged: that candidate is not offered.
     """
     try:
-        out, used = rewrite_node(expr, rules)
-        out, last = rewrite_node(out, final)
+        out, used = (outermost_first if outermost else innermost_first)(expr, rules)
+        out, last = innermost_first(out, final)
     except RecursionError:
         return expr, ()
     return out, tuple(sorted({*used, *last}))

@@ -7,8 +7,8 @@ and whether float32 must be computed in float64 to keep the promise.
 For each partial, each candidate from `candidates` is measured (`measuring`: run in the
 NumPy mirror on each path as the framework runs it, scored in bits against the exact
 reference); a rewrite is kept only if it equals the SymPy derivative at check points.
-If no single form keeps the promise with a margin, `regimes` splits an arg's range (each
-arg the partial depends on in turn; one arg's regimes may be a piece of the next's), with
+If no single form keeps the promise with a margin, `search` refines the best forms and
+splits regimes (on the line x - y, each arg in turn, products and magnitudes of args), with
 series and one-term approximations joining the pieces. float32 may get a form of its own
 (`per_dtype`); if it still fails, the op computes float32 in float64.
 """
@@ -16,7 +16,6 @@ series and one-term approximations joining the pieces. float32 may get a form of
 from __future__ import annotations
 
 import functools
-from contextlib import nullcontext
 from dataclasses import dataclass, replace
 
 import sympy as sp
@@ -29,40 +28,25 @@ from codegen.pieces import values_only
 from codegen.stabilize.candidates import candidates
 from codegen.stabilize.cost import sharing
 from codegen.stabilize.limits import clear_limits, with_limits
+from codegen.stabilize.lines import with_line_point
 from codegen.stabilize.measuring import (
-    P99_ROOM_BITS,
     Candidate,
-    Samples,
     equals_exact,
     evaluate,
     measure,
-    measured,
     measuring_points,
     param_values,
 )
-from codegen.stabilize.per_dtype import dtype_regimes, split
+from codegen.stabilize.per_dtype import split
 from codegen.stabilize.piecewise import choose_pieces
 from codegen.stabilize.refinements import (
-    compensated_forms,
-    halved_versions,
-    local_series,
     lowers,
-    scaled_forms,
     series_forms_at,
-    term_forms,
 )
-from codegen.stabilize.regimes import (
-    best_regimes,
-    needs_regimes,
-    outside_domain,
-    regime_columns,
-)
-from codegen.stabilize.split_on import coordinate, split_expressions, within_domain
-from codegen.timebound import charged, time_left, work_budget
+from codegen.stabilize.search import MARGIN_BITS, Search, best_form
+from codegen.timebound import work_budget
 
 SAMPLES = 2000  # the points `hogen verify` scores by default (docs/design.md: a fixed seed)
-PROMISE_KEYS = 4  # the rank's leading keys that count broken promises, not finer accuracy
-MARGIN_BITS = P99_ROOM_BITS  # a p99 this close to the limit is worth regimes too
 # CPU seconds one build's series and expansions at infinity share, and its limits: the
 # library's builds spend at most 12 and 3 (lbeta); a two-arg spec whose every expansion runs
 # to its own bound spent 57 and 13 (100*((1 + i/n)**n - 1)/(i/n)). Stages of a spec of
@@ -149,115 +133,6 @@ def _checked_equal(form, exact: sp.Expr, spec: Spec, in_domain: bool = False) ->
         return False
 
 
-def _best(spec: Spec, partial: Partial, samples: Samples, forms, promoted: bool):
-    """(best candidate, every candidate measured), with regimes where no single form keeps
-    the promise with a margin: on the one arg the partial depends on (with series there), or
-    on each of its args in turn, then on a product of args. Stages of a spec of several args
-    that only refine (scaled args, last-order series, products) share `REFINE_BUDGET_SECONDS`:
-    one that would start with nothing left is skipped."""
-    tried, bits = [], {}
-    best = _measure_all(forms, spec, samples, promoted, (tried, bits))
-    if needs_regimes(best, MARGIN_BITS):
-        found = compensated_forms(tried, spec.arg_symbols)
-        best = _measure_all(found, spec, samples, promoted, (tried, bits))
-    multi = len(spec.args) > 1
-    if needs_regimes(best, MARGIN_BITS) and multi:  # cheap: not skipped when the budget is out
-        with charged("refine"):
-            found = scaled_forms(tried, bits, samples, spec.arg_symbols)
-            best = _measure_all(found, spec, samples, promoted, (tried, bits))
-    if not best.keeps_promise():
-        found = halved_versions(tried)
-        best = _measure_all(found, spec, samples, promoted, (tried, bits))
-    columns = regime_columns(spec, partial)
-    for column in columns if needs_regimes(best, MARGIN_BITS) else ():
-        # series of a multi-arg last order cost most of a build: only where the best form
-        # breaks the promise, not merely its margin, and while the refine budget lasts
-        last = not best.keeps_promise() and time_left("refine") > 0
-        alone = len(columns) == 1
-        with_series = alone or partial.order < spec.order or last
-        split_on = Split(column, alone, with_series)
-        with charged("refine") if multi and partial.order == spec.order else nullcontext():
-            best = _with_regimes(spec, partial, samples, (tried, bits), best, split_on, promoted)
-    for monomial in split_expressions(partial.expr, spec.arg_symbols) if len(columns) > 1 else ():
-        if needs_regimes(best, MARGIN_BITS) and time_left("refine") > 0:
-            with charged("refine"):
-                split = (monomial, promoted)
-                best = _split_on_expression(spec, partial, samples, (tried, bits), best, split)
-    return best, tuple(tried)
-
-
-def _measure_all(forms, spec, samples, promoted, measured_so_far) -> Candidate:
-    """Measure `forms` into `measured_so_far` (tried, per-point bits); the best tried."""
-    tried, bits = measured_so_far
-    for label, form in forms:
-        candidate, bits[label] = measured(label, form, spec, samples, promoted)
-        tried.append(candidate)
-    return min(tried, key=Candidate.rank)
-
-
-@dataclass(frozen=True)
-class Split:
-    column: int  # the arg regimes split on
-    alone: bool  # the partial's only arg: series at its ends join, labels name no arg
-    with_series: bool = True  # series in the arg are candidates for pieces
-
-
-def _with_regimes(spec, partial, samples, measured_so_far, best, split_on: Split, promoted):
-    """`best`, or the regimes on one arg that beat it; the regimes tried join `tried`."""
-    tried, bits = measured_so_far
-    column = split_on.column
-    arg, domain = spec.arg_symbols[column], spec.domain[column]
-    with_series = split_on.with_series
-    series = series_forms_at(partial.expr, arg, domain) if with_series else ()
-    alone = split_on.alone and with_series  # interior points of one arg's whole range
-    local = local_series(partial.expr, arg, best, bits, samples, column) if alone else ()
-    for label, form in (*series, *local, *term_forms(partial.expr, arg)):
-        candidate, bits[label] = measured(label, form, spec, samples, promoted)
-        tried.append(candidate)
-    plain = [c for c in tried if c.label in bits]  # regimes are not nested in regimes
-    joint = best_regimes(plain, bits, samples.points, arg, column)
-    closed = [c for c in plain if not c.label.startswith("regimes")]  # per dtype: no nesting
-    per_dtype = [] if promoted else dtype_regimes(closed, bits, samples.points, arg, column)
-    found = [("", joint)] if joint is not None else []
-    on = "" if split_on.alone else f" in {arg}"
-    for dtype, regimes in [*found, *per_dtype]:
-        form = outside_domain(regimes.form, domain, partial.expr)
-        label = f"regimes{on}{f' {dtype}' if dtype else ''}({regimes.label})"
-        candidate, per_point = measured(label, form, spec, samples, promoted)
-        tried.append(candidate)
-        if not (dtype or split_on.alone or candidate.keeps_promise()):
-            bits[label] = per_point  # what still breaks, the next arg's regimes may fix
-    if joint is None:
-        return best
-    return _fixes_more(tried[-1 - len(per_dtype)], best)
-
-
-def _fixes_more(piecewise: Candidate, best: Candidate) -> Candidate:
-    """`piecewise` where it breaks fewer promise criteria than `best` (or, where `best` keeps
-    the promise, has fewer points over 8 bits); else `best`: pieces cost ops and selects,
-    only worth it to fix what breaks or to leave the margin."""
-    keys = PROMISE_KEYS + (0 if not best.keeps_promise() else 1)
-    return piecewise if piecewise.rank()[:keys] < best.rank()[:keys] else best
-
-
-def _split_on_expression(spec, partial, samples, measured_so_far, best, split):
-    """`best`, or regimes split on the value of `monomial` (x*y) that beat it, from the forms
-    measured so far (the series in each arg among them); float32 measured as it ships
-    (`promoted`: computed in float64)."""
-    tried, bits = measured_so_far
-    monomial, promoted = split
-    plain = [c for c in tried if c.label in bits]
-    at = coordinate(monomial, spec.arg_symbols)
-    joint = best_regimes(plain, bits, samples.points, monomial, coordinate=at)
-    if joint is None:
-        return best
-    form = within_domain(joint.form, spec.arg_symbols, spec.domain, partial.expr)
-    label = f"regimes in {sp.sstr(monomial)}({joint.label})"
-    candidate, _ = measured(label, form, spec, samples, promoted)
-    tried.append(candidate)
-    return _fixes_more(candidate, best)
-
-
 def choose(
     spec: Spec,
     partial: Partial,
@@ -277,7 +152,7 @@ def choose(
         return choose_pieces(spec, partial, n, promoted, one_form, measure, samples)
     if forms is None:
         forms = valid_candidates(spec, partial)
-    best, tried = _best(spec, partial, samples, forms, promoted)
+    best, tried = best_form(Search(spec, partial, samples, promoted), forms)
     best = _at_infinity(best, spec, partial, promoted)
     if promoted:
         return Choice(partial.index, partial.expr, best, tried, True, best.figures[0])
@@ -296,7 +171,8 @@ def choose(
 
 
 def _at_infinity(best: Candidate, spec: Spec, partial: Partial, promoted: bool) -> Candidate:
-    """`best` with pieces at ±inf where its form misses the derivative's limit (`limits`)."""
+    """`best` with pieces at ±inf where its form misses the derivative's limit (`limits`),
+    and on the line x = y where it is 0/0 there (`lines`)."""
 
     def as_shipped(form, points, dtype):
         compute = "float64" if promoted else dtype
@@ -304,9 +180,12 @@ def _at_infinity(best: Candidate, spec: Spec, partial: Partial, promoted: bool) 
 
     exact = partial.expr.subs(param_values(spec))
     form = with_limits(best.form, exact, spec.arg_symbols, spec.domain, as_shipped)
-    if form is best.form:
+    label = best.label if form is best.form else f"{best.label}+limits at inf"
+    on_line = with_line_point(form, exact, spec.arg_symbols, spec.domain, as_shipped)
+    label = label if on_line is form else f"{label}+point on the line"
+    if on_line is best.form:
         return best
-    return replace(best, label=f"{best.label}+limits at inf", form=form, ops=op_count(form))
+    return replace(best, label=label, form=on_line, ops=op_count(on_line))
 
 
 def _explained(spec: Spec, partial: Partial, step, *args):

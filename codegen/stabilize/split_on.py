@@ -2,10 +2,11 @@
 
 In: a partial's expression, the spec's args, sample points. Out: `split_expressions`, the
 products and quotients of two or more args that occur in the expression (x*y in
-log(1 + x*y)/y, i/n in (1 + i/n)**n), in a fixed order; `coordinate`, the values of one
-of them at sample points: the line `regimes.best_regimes` splits; `within_domain`, a form
-split on one of them that leaves points outside a finite domain to the derivative as
-written.
+log(1 + x*y)/y, i/n in (1 + i/n)**n) and the magnitude hypot(x, y) where their squares are
+summed, and x - y where it divides the denominator (`lines`), in a fixed order;
+`coordinate`, the values of one of them at sample points: the line `regimes.best_regimes`
+splits; `within_domain`, a form split on one of them that leaves points outside a finite
+domain to the derivative as written.
 
 Why: one arg's thresholds cannot follow a boundary like |x*y| = 0.1, where a series in y
 stops being accurate for every x at once, while the closed form cancels for every smaller
@@ -16,8 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 import sympy as sp
+from sympy.codegen.cfunctions import hypot
 
 from codegen.lower import Regimes
+from codegen.stabilize.lines import line_difference
 from codegen.stabilize.regimes import outside_domain
 
 MAX_SPLIT_EXPRESSIONS = 3
@@ -34,7 +37,22 @@ def split_expressions(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[sp.Exp
             if monomial is not None:
                 found.add(monomial)
     ranked = sorted(found, key=lambda m: (sp.count_ops(m), sp.default_sort_key(m)))
-    return ranked[:MAX_SPLIT_EXPRESSIONS]
+    line = line_difference(expr, args)
+    first = [line] if line is not None else []
+    ordered = [*first, *ranked[: MAX_SPLIT_EXPRESSIONS - 1], *_magnitudes(expr, args), *ranked]
+    return list(dict.fromkeys(ordered))[:MAX_SPLIT_EXPRESSIONS]
+
+
+def _magnitudes(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[sp.Expr]:
+    """hypot(x, y) where `expr` holds a sum of the squares of two args or more (x**2 + y**2
+    + 1): where both are small the form of the sum cancels, where either is large another
+    form's squares overflow, and no threshold on one arg separates the two."""
+    for node in sp.preorder_traversal(expr):
+        if node.is_Add:
+            squared = [b for b, e in (t.as_base_exp() for t in node.args) if e == 2 and b in args]
+            if len(set(squared)) >= 2:
+                return [hypot(*sorted(set(squared), key=args.index))]
+    return []
 
 
 def _monomial(node: sp.Mul, args) -> sp.Expr | None:
@@ -51,6 +69,11 @@ def _monomial(node: sp.Mul, args) -> sp.Expr | None:
 def coordinate(monomial: sp.Expr, args: tuple[sp.Symbol, ...]):
     """A function of sample points (one column per arg) giving `monomial`'s values in
     float64: inf where they overflow, NaN for 0 * inf."""
+    if monomial.is_Add:  # args[0] - args[1], from `lines.line_difference`
+        return lambda points: points[:, 0].astype(np.float64) - points[:, 1].astype(np.float64)
+    if monomial.func is hypot:
+        columns = [args.index(a) for a in monomial.args]
+        return lambda points: np.hypot(*(points[:, c].astype(np.float64) for c in columns))
     powers = monomial.as_powers_dict()
     exponents = [int(powers.get(arg, 0)) for arg in args]
 

@@ -1,0 +1,97 @@
+"""The rewrite engine: named rules applied to a SymPy expression in one of two orders.
+
+In: a SymPy expression and a tuple of `Rule`s (the data, in `rules`). Out: the expression
+rewritten to a fixed point and the names of the rules used. Where two rules match nested
+nodes (log(1 - exp(-x)): log1p outside, expm1 inside), the order decides which fires:
+`innermost_first` gives log(-expm1(-x)), accurate for small x; `outermost_first` gives
+log1p(-exp(-x)), accurate for large x. The stabilizer offers both, measures them, and lets
+regimes join them.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import sympy as sp
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    identity: str
+    rewrite: Callable[[sp.Expr], sp.Expr | None]
+
+
+MAX_REWRITE_DEPTH = 8  # rules that undo each other (or grow their input) stop here
+MAX_ROUNDS = 20  # rewrites of one node before it is left as it is
+MATCH_CACHE_SIZE = 1 << 16
+
+
+def innermost_first(
+    node: sp.Expr, rules: tuple[Rule, ...], depth: int = 0
+) -> tuple[sp.Expr, list[str]]:
+    """Rewrite the children first, then the node itself until no rule applies.
+
+    A rewrite's output is rewritten again, at most `MAX_REWRITE_DEPTH` deep: rules that
+    feed each other (tanh(exp(x)) brings sigmoids of exponentials) end there, not in a
+    RecursionError.
+    """
+    node, used = _children(node, rules, depth, innermost_first)
+    if depth >= MAX_REWRITE_DEPTH:
+        return node, used
+    for _ in range(MAX_ROUNDS):
+        rewritten = _first_match(node, rules)
+        if rewritten is None:
+            return node, used
+        name, out = rewritten
+        node, names = innermost_first(out, rules, depth + 1)
+        used += [name, *names]
+    return node, used
+
+
+def outermost_first(
+    node: sp.Expr, rules: tuple[Rule, ...], depth: int = 0
+) -> tuple[sp.Expr, list[str]]:
+    """Rewrite the node itself while a rule applies, then its children; a node whose
+    children changed is tried once more. Bounded like `innermost_first`."""
+    used: list[str] = []
+    for _ in range(MAX_ROUNDS if depth < MAX_REWRITE_DEPTH else 0):
+        rewritten = _first_match(node, rules)
+        if rewritten is None:
+            break
+        name, node = rewritten
+        used.append(name)
+        depth += 1
+    before = node
+    node, names = _children(node, rules, depth, outermost_first)
+    used += names
+    if node != before and depth < MAX_REWRITE_DEPTH:
+        node, names = outermost_first(node, rules, depth + 1)
+        used += names
+    return node, used
+
+
+@functools.lru_cache(maxsize=MATCH_CACHE_SIZE)
+def _first_match(node: sp.Expr, rules: tuple[Rule, ...]) -> tuple[str, sp.Expr] | None:
+    """(name, rewritten node) of the first rule that changes `node`, or None. Remembered:
+    the candidates of one partial share most of their nodes, and both orders meet each."""
+    for rule in rules:
+        out = rule.rewrite(node)
+        if out is not None and out != node:
+            return rule.name, out
+    return None
+
+
+def _children(node, rules, depth, order) -> tuple[sp.Expr, list[str]]:
+    """`node` with each child rewritten in `order`; the rules used."""
+    used: list[str] = []
+    if not node.args or node.is_Atom:
+        return node, used
+    new_args = []
+    for arg in node.args:
+        new_arg, names = order(arg, rules, depth)
+        new_args.append(new_arg)
+        used += names
+    return (node.func(*new_args) if tuple(new_args) != node.args else node), used

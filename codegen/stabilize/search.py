@@ -1,0 +1,179 @@
+"""The search for one partial's best form: closed forms, refinements, then regimes.
+
+In: a `Search` (spec, partial, sample points, whether float32 ships computed in float64) and
+the partial's valid candidate forms. Out: `best_form`: the best `Candidate` found and every
+candidate measured on the way (for `hogen explain`).
+
+The stages run while the best form misses the promise or its margin (`MARGIN_BITS`):
+compensated differences, forms at scaled args (several args), halved sums; then regimes on
+the line x - y where it divides the denominator (`lines`), on each arg the partial depends
+on in turn (one arg's regimes may be a piece of the next's, with series and one-term
+approximations as pieces), and on the products and magnitudes of args that occur in it
+(`split_on`). Stages of a spec of several args that only refine share the build's refine
+budget (`timebound.charged`): one that would start with nothing left is skipped.
+"""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+
+import sympy as sp
+
+from codegen.derive import Partial
+from codegen.front.functions import hypot
+from codegen.front.spec import Spec
+from codegen.stabilize.lines import line_difference, line_series
+from codegen.stabilize.measuring import P99_ROOM_BITS, Candidate, Samples, measured
+from codegen.stabilize.per_dtype import dtype_regimes
+from codegen.stabilize.refinements import (
+    compensated_forms,
+    halved_versions,
+    local_series,
+    scaled_forms,
+    series_forms_at,
+    term_forms,
+)
+from codegen.stabilize.regimes import best_regimes, needs_regimes, outside_domain, regime_columns
+from codegen.stabilize.split_on import coordinate, split_expressions, within_domain
+from codegen.timebound import charged, time_left
+
+PROMISE_KEYS = 4  # the rank's leading keys that count broken promises, not finer accuracy
+MARGIN_BITS = P99_ROOM_BITS  # a p99 this close to the limit is worth regimes too
+
+
+@dataclass(frozen=True)
+class Search:
+    spec: Spec
+    partial: Partial
+    samples: Samples
+    promoted: bool  # float32 measured as it ships computed in float64
+
+
+@dataclass
+class Measured:
+    """Every candidate measured so far, and the per-point bits of those regimes may join."""
+
+    tried: list[Candidate] = field(default_factory=list)
+    bits: dict = field(default_factory=dict)
+
+    def add(self, search: Search, forms) -> Candidate:
+        """Measure `forms` (label, form) into this record; the best tried so far."""
+        for label, form in forms:
+            candidate, self.bits[label] = measured(
+                label, form, search.spec, search.samples, search.promoted
+            )
+            self.tried.append(candidate)
+        return min(self.tried, key=Candidate.rank)
+
+    def plain(self) -> list[Candidate]:
+        return [c for c in self.tried if c.label in self.bits]
+
+
+def best_form(search: Search, forms) -> tuple[Candidate, tuple[Candidate, ...]]:
+    """(best candidate, every candidate measured) for the partial of `search`."""
+    record = Measured()
+    best = _closed_stages(search, forms, record)
+    best = _regime_stages(search, best, record)
+    return best, tuple(record.tried)
+
+
+def _closed_stages(search: Search, forms, record: Measured) -> Candidate:
+    """The candidates, then compensated, scaled and halved versions of the best of them."""
+    best = record.add(search, forms)
+    if needs_regimes(best, MARGIN_BITS):
+        best = record.add(search, compensated_forms(record.tried, search.spec.arg_symbols))
+    if needs_regimes(best, MARGIN_BITS) and len(search.spec.args) > 1:  # cheap: not skipped
+        with charged("refine"):  # when the budget is out
+            args = search.spec.arg_symbols
+            best = record.add(search, scaled_forms(record.tried, record.bits, search.samples, args))
+    if not best.keeps_promise():
+        best = record.add(search, halved_versions(record.tried))
+    return best
+
+
+def _regime_stages(search: Search, best: Candidate, record: Measured) -> Candidate:
+    """Regimes on the line x - y first (no threshold on one arg follows it), then on each
+    arg, then on products and magnitudes of args, while the best misses the margin."""
+    spec, partial = search.spec, search.partial
+    line = line_difference(partial.expr, spec.arg_symbols)
+    if line is not None and needs_regimes(best, MARGIN_BITS):
+        best = _split_on_expression(search, line, best, record)
+    columns = regime_columns(spec, partial)
+    multi, last_order = len(spec.args) > 1, partial.order == spec.order
+    for column in columns if needs_regimes(best, MARGIN_BITS) else ():
+        # series of a multi-arg last order cost most of a build: only where the best form
+        # breaks the promise, not merely its margin, and while the refine budget lasts
+        last = not best.keeps_promise() and time_left("refine") > 0
+        split = Split(column, len(columns) == 1, len(columns) == 1 or not last_order or last)
+        with charged("refine") if multi and last_order else nullcontext():
+            best = _with_regimes(search, split, best, record)
+    for monomial in split_expressions(partial.expr, spec.arg_symbols) if len(columns) > 1 else ():
+        if monomial == line or (last_order and monomial.func is hypot):
+            continue  # the last order's backward pass meets the pieces' unclipped NaN
+        if needs_regimes(best, MARGIN_BITS) and time_left("refine") > 0:
+            with charged("refine"):
+                best = _split_on_expression(search, monomial, best, record)
+    return best
+
+
+@dataclass(frozen=True)
+class Split:
+    column: int  # the arg regimes split on
+    alone: bool  # the partial's only arg: series at its ends join, labels name no arg
+    with_series: bool = True  # series in the arg are candidates for pieces
+
+
+def _with_regimes(search: Search, split: Split, best: Candidate, record: Measured) -> Candidate:
+    """`best`, or the regimes on one arg that beat it; the regimes tried join the record."""
+    spec, partial, samples = search.spec, search.partial, search.samples
+    column = split.column
+    arg, domain = spec.arg_symbols[column], spec.domain[column]
+    series = series_forms_at(partial.expr, arg, domain) if split.with_series else ()
+    alone = split.alone and split.with_series  # interior points of one arg's whole range
+    local = local_series(partial.expr, arg, best, record.bits, samples, column) if alone else ()
+    record.add(search, (*series, *local, *term_forms(partial.expr, arg)))
+    plain = record.plain()  # regimes are not nested in regimes
+    joint = best_regimes(plain, record.bits, samples.points, arg, column)
+    closed = [c for c in plain if not c.label.startswith("regimes")]  # per dtype: no nesting
+    per_dtype = (
+        [] if search.promoted else dtype_regimes(closed, record.bits, samples.points, arg, column)
+    )
+    found = [("", joint)] if joint is not None else []
+    on = "" if split.alone else f" in {arg}"
+    for dtype, regimes in [*found, *per_dtype]:
+        form = outside_domain(regimes.form, domain, partial.expr)
+        label = f"regimes{on}{f' {dtype}' if dtype else ''}({regimes.label})"
+        candidate, per_point = measured(label, form, spec, samples, search.promoted)
+        record.tried.append(candidate)
+        if not (dtype or split.alone or candidate.keeps_promise()):
+            record.bits[label] = per_point  # what still breaks, the next arg's regimes may fix
+    if joint is None:
+        return best
+    return _fixes_more(record.tried[-1 - len(per_dtype)], best)
+
+
+def _fixes_more(piecewise: Candidate, best: Candidate) -> Candidate:
+    """`piecewise` where it breaks fewer promise criteria than `best` (or, where `best` keeps
+    the promise, has fewer points over 8 bits); else `best`: pieces cost ops and selects,
+    only worth it to fix what breaks or to leave the margin."""
+    keys = PROMISE_KEYS + (0 if not best.keeps_promise() else 1)
+    return piecewise if piecewise.rank()[:keys] < best.rank()[:keys] else best
+
+
+def _split_on_expression(search: Search, monomial, best: Candidate, record: Measured):
+    """`best`, or regimes split on the value of `monomial` (x*y, hypot(x, y), or x - y with
+    its series in x - y measured first) that beat it, from the forms measured so far (the
+    series in each arg among them)."""
+    spec, partial, samples = search.spec, search.partial, search.samples
+    if monomial.is_Add:
+        record.add(search, line_series(partial.expr, spec.arg_symbols))
+    at = coordinate(monomial, spec.arg_symbols)
+    joint = best_regimes(record.plain(), record.bits, samples.points, monomial, coordinate=at)
+    if joint is None:
+        return best
+    form = within_domain(joint.form, spec.arg_symbols, spec.domain, partial.expr)
+    label = f"regimes in {sp.sstr(monomial)}({joint.label})"
+    candidate, _ = measured(label, form, spec, samples, search.promoted)
+    record.tried.append(candidate)
+    return _fixes_more(candidate, best)
