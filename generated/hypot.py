@@ -229,7 +229,7 @@ def _hypot_d_yy(x, y):
     f_yy = -y**2/(x**2 + y**2)**(3/2) + 1/sqrt(x**2 + y**2)
     form (factor+rules+hypot ratios balanced+limits at inf): x at -inf: 0; x in (-inf, inf):
         ((x/hypot(x, y))/sqrt(hypot(x, y)))**2; x at inf: 0
-    measured float32 mean 0.67 / p99 2.3 bits, float64 mean 0.70 / p99 2.6 bits
+    measured float32 mean 0.67 / p99 2.3 bits, float64 mean 0.71 / p99 2.6 bits
     """
     v0 = tf.math.maximum(x, x.dtype.min)
     v1 = tf.math.minimum(v0, v0.dtype.max)

@@ -90,7 +90,7 @@ def _logit_value(p):
 
     f = log(p/(1 - p))
     form (sympy): log(p/(1 - p))
-    measured float32 mean 0.10 / p99 1.6 bits, float64 mean 0.06 / p99 1.0 bits
+    measured float32 mean 0.07 / p99 1.0 bits, float64 mean 0.06 / p99 1.0 bits
     """
     v0 = 1.0 - p
     v1 = tf.math.truediv(p, v0)

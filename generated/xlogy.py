@@ -104,7 +104,7 @@ def _xlogy_value(x, y):
 
     f = Piecewise((x*log(y), (x > 0) | (x < 0)), (0, True))
     form (pieces(sympy | constant)): (x > 0) | (x < 0): x*log(y); otherwise: 0
-    measured float32 mean 0.27 / p99 1.0 bits, float64 mean 0.26 / p99 1.0 bits
+    measured float32 mean 0.26 / p99 1.0 bits, float64 mean 0.26 / p99 1.0 bits
     """
     v0 = tf.math.greater(x, 0.0)
     v1 = tf.math.less(x, 0.0)
@@ -121,7 +121,7 @@ def _xlogy_d_x(x, y):
 
     f_x = Piecewise((log(y), (x > 0) | (x < 0)), (0, True))
     form (pieces(sympy | constant)): (x > 0) | (x < 0): log(y); otherwise: 0
-    measured float32 mean 0.05 / p99 1.0 bits, float64 mean 0.00 / p99 0.0 bits
+    measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.00 / p99 0.0 bits
     """
     v0 = tf.math.greater(x, 0.0)
     v1 = tf.math.less(x, 0.0)

@@ -53,7 +53,7 @@ def _elu_value(x):
 
     f = Piecewise((x, x > 0), (expm1(x), True))
     form (pieces(sympy | sympy)): x > 0: x; otherwise: expm1(x)
-    measured float32 mean 0.04 / p99 1.0 bits, float64 mean 0.00 / p99 0.0 bits
+    measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.00 / p99 0.0 bits
     """
     v0 = (x > 0.0)
     v1 = jnp.expm1(x)
@@ -66,7 +66,7 @@ def _elu_d_x(x):
 
     f' = Piecewise((1, x > 0), (exp(x), True))
     form (pieces(constant | sympy)): x > 0: 1; otherwise: exp(x)
-    measured float32 mean 0.12 / p99 1.0 bits, float64 mean 0.02 / p99 1.0 bits
+    measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.00 / p99 0.0 bits
     """
     v0 = (x > 0.0)
     v1 = jnp.exp(x)
@@ -79,7 +79,7 @@ def _elu_d_xx(x):
 
     f'' = Piecewise((0, x > 0), (exp(x), True))
     form (pieces(constant | sympy)): x > 0: 0; otherwise: exp(x)
-    measured float32 mean 0.12 / p99 1.0 bits, float64 mean 0.02 / p99 1.0 bits
+    measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.00 / p99 0.0 bits
     """
     v0 = (x > 0.0)
     v1 = ~v0
