@@ -16,6 +16,8 @@ Exact identities: `stabilize` checks each against the derivative and measures it
 
 from __future__ import annotations
 
+import functools
+
 import sympy as sp
 
 from codegen.front.functions import hypot
@@ -129,19 +131,13 @@ def _square_roots(node: sp.Expr) -> tuple[sp.Expr, ...] | None:
     return tuple(roots)
 
 
-def _nested_hypot(roots: tuple[sp.Expr, ...]) -> sp.Expr:
-    nested = roots[0]
-    for root in roots[1:]:
-        nested = hypot(nested, root)
-    return nested
-
-
 def squares_as_hypot(expr: sp.Expr) -> sp.Expr:
     """Each sum of squares a**2 + b**2 (+ c) as hypot(a, b)**2: 1/(x**2 + y**2) overflows and
     log(x**2 + y**2) is inf past 1e154, where 1/hypot(x, y)**2 and 2*log(hypot(x, y)) are
     not; y**2 + 1 is hypot(y, 1)**2."""
     squares = expr.replace(
-        lambda n: _square_roots(n) is not None, lambda n: _nested_hypot(_square_roots(n)) ** 2
+        lambda n: _square_roots(n) is not None,
+        lambda n: functools.reduce(hypot, _square_roots(n)) ** 2,
     )
     return squares.replace(  # log(hypot**2) as 2*log(hypot): hypot >= 0
         lambda n: n.func is sp.log and n.args[0].is_Pow and n.args[0].base.func is hypot,

@@ -290,10 +290,7 @@ def _hypot_many(node):
         twice = 2 * node.exp
         roots = [_squares(term) for term in node.base.args]
         if twice.is_Integer and twice % 2 == 1 and None not in roots:
-            nested = roots[0]
-            for root in roots[1:]:
-                nested = hypot(nested, root)
-            return nested**twice
+            return functools.reduce(hypot, roots) ** twice
     return None
 
 
