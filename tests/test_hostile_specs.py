@@ -48,16 +48,23 @@ def in_tmp(tmp_path, monkeypatch):
     assert not (tmp_path / "CANARY").exists()
 
 
+# A guard against runaway parsing (super-linear in the input), not a speed test: CPU time of
+# this thread, so other threads and processes do not count. The slowest case, yaml_deep_wide
+# (15,000 items), takes 0.45 s on a 2-core AMD EPYC and took 2.3 s on a CI runner; a parser
+# quadratic in those items would take minutes.
+RUNAWAY_CPU_SECONDS = 10
+
+
 def test_corpus_is_there():
     assert len(CORPUS) > 100
 
 
 @pytest.mark.parametrize("path", CORPUS, ids=[p.stem for p in CORPUS])
 def test_hostile_file(path):
-    start = time.process_time()  # CPU time: a guard against runaway parsing, not a speed test
+    start = time.thread_time()
     with pytest.raises(SpecError) as info:
         load_spec(path)
-    assert time.process_time() - start < 2
+    assert time.thread_time() - start < RUNAWAY_CPU_SECONDS
     message = check_error(info.value, str(path))
     assert expectation(path) in message
     assert info.value.source_line is None or "\n" not in info.value.source_line
@@ -127,10 +134,10 @@ GENERATED = {
 @pytest.mark.parametrize("name", sorted(GENERATED))
 def test_generated_hostile_text(name):
     text, expected = GENERATED[name]
-    start = time.process_time()  # CPU time: a guard against runaway parsing, not a speed test
+    start = time.thread_time()
     with pytest.raises(SpecError) as info:
         parse_spec_text(text, "gen.yaml")
-    assert time.process_time() - start < 2
+    assert time.thread_time() - start < RUNAWAY_CPU_SECONDS
     assert expected in check_error(info.value, "gen.yaml")
 
 
