@@ -191,32 +191,27 @@ def _exprel_d_x(x):
 
     f' = exp(x)/x - (exp(x) - 1)/x**2
     float64 form (regimes(sympy+sigmoid+rules+spread powers | series x<16> | sympy+spread
-        powers+rules(expm1) | series x<16> | sympy+sigmoid+rules+spread powers)): (-inf,
-        -700.0): exp(x)/x - (exp(x) - 1)/x**2; [-700.0, -0.89): (((x*sigmoid(x) -
+        powers+rules(expm1) | distribute+absorb exp | sympy+sigmoid+rules+spread powers)):
+        (-inf, -700.0): exp(x)/x - (exp(x) - 1)/x**2; [-700.0, -0.89): (((x*sigmoid(x) -
         tanh(x/2))/sigmoid(-x))*1/x)*1/x; [-0.89, 0.69347097):
         x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x/22230464256000 + 1/1394852659200) +
         1/93405312000) + 1/6706022400) + 1/518918400) + 1/43545600) + 1/3991680) + 1/403200) +
-        1/45360) + 1/5760) + 1/840) + 1/144) + 1/30) + 1/8) + 1/3) + 1/2; [0.69347097,
-        88.838165): ((-expm1(x))*1/x)*1/x + exp(x)/x; [88.838165, 91.22818):
-        x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x/22230464256000 + 1/1394852659200) +
-        1/93405312000) + 1/6706022400) + 1/518918400) + 1/43545600) + 1/3991680) + 1/403200) +
-        1/45360) + 1/5760) + 1/840) + 1/144) + 1/30) + 1/8) + 1/3) + 1/2; [91.22818, 700.0]:
-        (((x*sigmoid(x) - tanh(x/2))/sigmoid(-x))*1/x)*1/x; (700.0, inf): exp(x)/x - (exp(x) -
-        1)/x**2
+        1/45360) + 1/5760) + 1/840) + 1/144) + 1/30) + 1/8) + 1/3) + 1/2; [0.69347097, 88.8):
+        ((-expm1(x))*1/x)*1/x + exp(x)/x; [88.8, 91.22818): exp(x - log(Abs(x)))/sign(x) - exp(x
+        - 2*log(Abs(x)))/sign(x)**2 + x**(-2); [91.22818, 700.0]: (((x*sigmoid(x) -
+        tanh(x/2))/sigmoid(-x))*1/x)*1/x; (700.0, inf): exp(x)/x - (exp(x) - 1)/x**2
     float32 form (regimes float32(sympy+sigmoid+rules+spread powers | series x<16> |
-        sympy+spread powers+rules(expm1) | series x<16> | sympy+sigmoid+rules+spread powers)):
-        (-inf, -700.0): exp(x)/x - (exp(x) - 1)/x**2; [-700.0, -2.3): (((x*sigmoid(x) -
+        sympy+spread powers+rules(expm1) | sympy+sigmoid+log-sigmoid+absorb exp)): (-inf,
+        -700.0): exp(x)/x - (exp(x) - 1)/x**2; [-700.0, -2.3): (((x*sigmoid(x) -
         tanh(x/2))/sigmoid(-x))*1/x)*1/x; [-2.3, 0.696):
         x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x/22230464256000 + 1/1394852659200) +
         1/93405312000) + 1/6706022400) + 1/518918400) + 1/43545600) + 1/3991680) + 1/403200) +
-        1/45360) + 1/5760) + 1/840) + 1/144) + 1/30) + 1/8) + 1/3) + 1/2; [0.696, 88.8):
-        ((-expm1(x))*1/x)*1/x + exp(x)/x; [88.8, 93.897):
-        x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x/22230464256000 + 1/1394852659200) +
-        1/93405312000) + 1/6706022400) + 1/518918400) + 1/43545600) + 1/3991680) + 1/403200) +
-        1/45360) + 1/5760) + 1/840) + 1/144) + 1/30) + 1/8) + 1/3) + 1/2; [93.897, 700.0]:
-        (((x*sigmoid(x) - tanh(x/2))/sigmoid(-x))*1/x)*1/x; (700.0, inf): exp(x)/x - (exp(x) -
-        1)/x**2
-    measured float32 mean 0.12 / p99 1.6 bits, float64 mean 0.12 / p99 1.6 bits
+        1/45360) + 1/5760) + 1/840) + 1/144) + 1/30) + 1/8) + 1/3) + 1/2; [0.696, 88.4):
+        ((-expm1(x))*1/x)*1/x + exp(x)/x; [88.4, 700.0]: sign(-tanh(x/2) +
+        sign(x)*exp(log(Abs(x)) - softplus(-x)))*exp(-2*log(Abs(x)) + log(Abs(-tanh(x/2) +
+        sign(x)*exp(log(Abs(x)) - softplus(-x)))) + softplus(x))/sign(x)**2; (700.0, inf):
+        exp(x)/x - (exp(x) - 1)/x**2
+    measured float32 mean 0.11 / p99 1.6 bits, float64 mean 0.12 / p99 1.6 bits
     """
     if x.dtype == torch.float32:
         v0 = torch.exp(x)
@@ -271,12 +266,30 @@ def _exprel_d_x(x):
         v49 = torch.mul(v48, v14)
         v50 = torch.mul(v49, v14)
         v51 = torch.add(v1, v50)
-        v52 = torch.where(x <= 700.0, v16, v5)
-        v53 = torch.where(x < 93.897, v46, v52)
-        v54 = torch.where(x < 88.8, v51, v53)
-        v55 = torch.where(x < 0.696, v46, v54)
-        v56 = torch.where(x < -2.3, v16, v55)
-        d_x = torch.where(x < -700.0, v5, v56)
+        v52 = torch.sign(x)
+        v53 = torch.abs(x)
+        v54 = torch.log(v53)
+        v55 = _softplus(v11)
+        v56 = torch.sub(v54, v55)
+        v57 = torch.exp(v56)
+        v58 = torch.mul(v52, v57)
+        v59 = torch.sub(v58, v9)
+        v60 = torch.sign(v59)
+        v61 = torch.abs(v59)
+        v62 = torch.log(v61)
+        v63 = _softplus(x)
+        v64 = torch.add(v62, v63)
+        v65 = torch.mul(v54, 2.0)
+        v66 = torch.sub(v64, v65)
+        v67 = torch.exp(v66)
+        v68 = torch.mul(v60, v67)
+        v69 = torch.square(v52)
+        v70 = torch.div(v68, v69)
+        v71 = torch.where(x <= 700.0, v70, v5)
+        v72 = torch.where(x < 88.4, v51, v71)
+        v73 = torch.where(x < 0.696, v46, v72)
+        v74 = torch.where(x < -2.3, v16, v73)
+        d_x = torch.where(x < -700.0, v5, v74)
         return d_x
     v0 = torch.exp(x)
     v1 = torch.div(v0, x)
@@ -330,12 +343,26 @@ def _exprel_d_x(x):
     v49 = torch.mul(v48, v14)
     v50 = torch.mul(v49, v14)
     v51 = torch.add(v1, v50)
-    v52 = torch.where(x <= 700.0, v16, v5)
-    v53 = torch.where(x < 91.22818, v46, v52)
-    v54 = torch.where(x < 88.838165, v51, v53)
-    v55 = torch.where(x < 0.69347097, v46, v54)
-    v56 = torch.where(x < -0.89, v16, v55)
-    d_x = torch.where(x < -700.0, v5, v56)
+    v52 = 1.0 / v3
+    v53 = torch.abs(x)
+    v54 = torch.log(v53)
+    v55 = torch.sub(x, v54)
+    v56 = torch.exp(v55)
+    v57 = torch.sign(x)
+    v58 = torch.div(v56, v57)
+    v59 = torch.add(v52, v58)
+    v60 = torch.mul(v54, 2.0)
+    v61 = torch.sub(x, v60)
+    v62 = torch.exp(v61)
+    v63 = torch.square(v57)
+    v64 = torch.div(v62, v63)
+    v65 = torch.sub(v59, v64)
+    v66 = torch.where(x <= 700.0, v16, v5)
+    v67 = torch.where(x < 91.22818, v65, v66)
+    v68 = torch.where(x < 88.8, v51, v67)
+    v69 = torch.where(x < 0.69347097, v46, v68)
+    v70 = torch.where(x < -0.89, v16, v69)
+    d_x = torch.where(x < -700.0, v5, v70)
     return d_x
 
 
@@ -343,35 +370,29 @@ def _exprel_d_xx(x):
     """f'' of exprel (the last custom order: autodiff beyond it differentiates this form).
 
     f'' = exp(x)/x - 2*exp(x)/x**2 + 2*(exp(x) - 1)/x**3
-    float64 form (regimes(cancel+spread powers+rules(expm1) | series x<16> |
-        sympy+sigmoid+rules(sigmoid_complement) | sympy+sigmoid+log-sigmoid+absorb exp |
-        sympy+sigmoid+rules(sigmoid_complement))): (-inf, -700.0): exp(x)/x - 2*exp(x)/x**2 +
-        2*(exp(x) - 1)/x**3; [-700.0, -0.85): (((-2*x*exp(x) + x*(x*exp(x)) +
-        2*expm1(x))*1/x)*1/x)*1/x; [-0.85, 0.9):
+    float64 form (regimes(cancel+spread powers+rules(expm1) | series x<16> | sympy+spread
+        powers+rules(expm1) | distribute+absorb exp | sympy+sigmoid+rules(sigmoid_complement))):
+        (-inf, -700.0): exp(x)/x - 2*exp(x)/x**2 + 2*(exp(x) - 1)/x**3; [-700.0, -0.85):
+        (((-2*x*exp(x) + x*(x*exp(x)) + 2*expm1(x))*1/x)*1/x)*1/x; [-0.85, 0.88192993):
         x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x/23538138624000 + 1/1482030950400) +
         1/99632332800) + 1/7185024000) + 1/558835200) + 1/47174400) + 1/4354560) + 1/443520) +
-        1/50400) + 1/6480) + 1/960) + 1/168) + 1/36) + 1/10) + 1/4) + 1/3; [0.9, 86.70839869):
-        (x**2*sigmoid(x) - 2*x*sigmoid(x) + 2*tanh(x/2))/(x**3*sigmoid(-x)); [86.70839869,
-        91.22818): sign(2*tanh(x/2) + sign(x)**2*exp(2*log(Abs(x)) - softplus(-x)) -
-        sign(x)*exp(log(Abs(x)) - softplus(-x) + log(2)))*exp(-3*log(Abs(x)) +
-        log(Abs(2*tanh(x/2) + sign(x)**2*exp(2*log(Abs(x)) - softplus(-x)) -
-        sign(x)*exp(log(Abs(x)) - softplus(-x) + log(2)))) + softplus(x))/sign(x)**3; [91.22818,
-        700.0]: (x**2*sigmoid(x) - 2*x*sigmoid(x) + 2*tanh(x/2))/(x**3*sigmoid(-x)); (700.0,
-        inf): exp(x)/x - 2*exp(x)/x**2 + 2*(exp(x) - 1)/x**3
+        1/50400) + 1/6480) + 1/960) + 1/168) + 1/36) + 1/10) + 1/4) + 1/3; [0.88192993, 88.4):
+        (((2*expm1(x))*1/x)*1/x)*1/x + ((-2*exp(x))*1/x)*1/x + exp(x)/x; [88.4, 91.22818): exp(x
+        - log(Abs(x)))/sign(x) - exp(x - 2*log(Abs(x)) + log(2))/sign(x)**2 + exp(x -
+        3*log(Abs(x)) + log(2))/sign(x)**3 - 2/x**3; [91.22818, 700.0]: (x**2*sigmoid(x) -
+        2*x*sigmoid(x) + 2*tanh(x/2))/(x**3*sigmoid(-x)); (700.0, inf): exp(x)/x - 2*exp(x)/x**2
+        + 2*(exp(x) - 1)/x**3
     float32 form (regimes float32(sympy+sigmoid+rules+spread powers | series x<16> |
-        sympy+sigmoid+rules(sigmoid_complement) | sympy+sigmoid+log-sigmoid+absorb exp)): (-inf,
-        -700.0): exp(x)/x - 2*exp(x)/x**2 + 2*(exp(x) - 1)/x**3; [-700.0, -2.562011):
-        ((((-2*x*sigmoid(x) + x*(x*sigmoid(x)) + 2*tanh(x/2))/sigmoid(-x))*1/x)*1/x)*1/x;
-        [-2.562011, 1.3457): x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x/23538138624000 +
-        1/1482030950400) + 1/99632332800) + 1/7185024000) + 1/558835200) + 1/47174400) +
-        1/4354560) + 1/443520) + 1/50400) + 1/6480) + 1/960) + 1/168) + 1/36) + 1/10) + 1/4) +
-        1/3; [1.3457, 88.0): (x**2*sigmoid(x) - 2*x*sigmoid(x) +
-        2*tanh(x/2))/(x**3*sigmoid(-x)); [88.0, 700.0]: sign(2*tanh(x/2) +
-        sign(x)**2*exp(2*log(Abs(x)) - softplus(-x)) - sign(x)*exp(log(Abs(x)) - softplus(-x) +
-        log(2)))*exp(-3*log(Abs(x)) + log(Abs(2*tanh(x/2) + sign(x)**2*exp(2*log(Abs(x)) -
-        softplus(-x)) - sign(x)*exp(log(Abs(x)) - softplus(-x) + log(2)))) +
-        softplus(x))/sign(x)**3; (700.0, inf): exp(x)/x - 2*exp(x)/x**2 + 2*(exp(x) - 1)/x**3
-    measured float32 mean 0.28 / p99 1.6 bits, float64 mean 0.27 / p99 2.0 bits
+        sympy+spread powers+rules(expm1) | collect exp+absorb exp)): (-inf, -700.0): exp(x)/x -
+        2*exp(x)/x**2 + 2*(exp(x) - 1)/x**3; [-700.0, -2.562011): ((((-2*x*sigmoid(x) +
+        x*(x*sigmoid(x)) + 2*tanh(x/2))/sigmoid(-x))*1/x)*1/x)*1/x; [-2.562011, 0.88):
+        x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x/23538138624000 + 1/1482030950400) +
+        1/99632332800) + 1/7185024000) + 1/558835200) + 1/47174400) + 1/4354560) + 1/443520) +
+        1/50400) + 1/6480) + 1/960) + 1/168) + 1/36) + 1/10) + 1/4) + 1/3; [0.88, 88.4):
+        (((2*expm1(x))*1/x)*1/x)*1/x + ((-2*exp(x))*1/x)*1/x + exp(x)/x; [88.4, 700.0]:
+        sign(x**2 - 2*x + 2)*exp(x - 3*log(Abs(x)) + log(Abs(x**2 - 2*x + 2)))/sign(x)**3 -
+        2/x**3; (700.0, inf): exp(x)/x - 2*exp(x)/x**2 + 2*(exp(x) - 1)/x**3
+    measured float32 mean 0.28 / p99 2.0 bits, float64 mean 0.26 / p99 2.0 bits
     """
     if x.dtype == torch.float32:
         v0 = torch.clamp(x, max=-700.0)
@@ -405,7 +426,7 @@ def _exprel_d_xx(x):
         v28 = torch.mul(v26, v27)
         v29 = torch.mul(v28, v27)
         v30 = torch.mul(v29, v27)
-        v31 = torch.clamp(x, -2.562011, 1.3457)
+        v31 = torch.clamp(x, -2.562011, 0.88)
         v32 = torch.mul(v31, 4.2484242954554536e-14)
         v33 = torch.add(v32, 6.74749741042925e-13)
         v34 = torch.mul(v31, v33)
@@ -436,73 +457,62 @@ def _exprel_d_xx(x):
         v59 = torch.add(v58, 0.25)
         v60 = torch.mul(v31, v59)
         v61 = torch.add(v60, 0.3333333333333333)
-        v62 = torch.clamp(x, 1.3457, 88.0)
-        v63 = torch.square(v62)
-        v64 = torch.sigmoid(v62)
-        v65 = torch.mul(v63, v64)
-        v66 = torch.mul(v62, 0.5)
-        v67 = torch.tanh(v66)
-        v68 = torch.mul(v67, 2.0)
-        v69 = torch.add(v65, v68)
-        v70 = torch.mul(v62, 2.0)
-        v71 = torch.mul(v70, v64)
-        v72 = torch.sub(v69, v71)
-        v73 = torch.mul(v62, v62)
-        v74 = torch.mul(v73, v62)
-        v75 = torch.neg(v62)
-        v76 = torch.sigmoid(v75)
-        v77 = torch.mul(v74, v76)
-        v78 = torch.div(v72, v77)
-        v79 = torch.clamp(x, 88.0, 700.0)
-        v80 = torch.sign(v79)
-        v81 = torch.square(v80)
-        v82 = torch.abs(v79)
-        v83 = torch.log(v82)
-        v84 = torch.mul(v83, 2.0)
-        v85 = torch.neg(v79)
-        v86 = _softplus(v85)
-        v87 = torch.sub(v84, v86)
-        v88 = torch.exp(v87)
-        v89 = torch.mul(v81, v88)
-        v90 = torch.mul(v79, 0.5)
-        v91 = torch.tanh(v90)
-        v92 = torch.mul(v91, 2.0)
-        v93 = torch.add(v89, v92)
-        v94 = torch.add(v83, 0.6931471805599453)
-        v95 = torch.sub(v94, v86)
-        v96 = torch.exp(v95)
-        v97 = torch.mul(v80, v96)
-        v98 = torch.sub(v93, v97)
-        v99 = torch.sign(v98)
-        v100 = torch.abs(v98)
-        v101 = torch.log(v100)
-        v102 = _softplus(v79)
-        v103 = torch.add(v101, v102)
-        v104 = torch.mul(v83, 3.0)
-        v105 = torch.sub(v103, v104)
-        v106 = torch.exp(v105)
-        v107 = torch.mul(v99, v106)
-        v108 = torch.mul(v80, v80)
-        v109 = torch.mul(v108, v80)
-        v110 = torch.div(v107, v109)
-        v111 = torch.clamp(x, min=700.0)
-        v112 = torch.exp(v111)
-        v113 = torch.sub(v112, 1.0)
-        v114 = torch.mul(v113, 2.0)
-        v115 = torch.mul(v111, v111)
-        v116 = torch.mul(v115, v111)
-        v117 = torch.div(v114, v116)
-        v118 = torch.div(v112, v111)
-        v119 = torch.add(v117, v118)
-        v120 = torch.mul(v112, 2.0)
-        v121 = torch.square(v111)
-        v122 = torch.div(v120, v121)
-        v123 = torch.sub(v119, v122)
-        v124 = torch.where(x <= 700.0, v110, v123)
-        v125 = torch.where(x < 88.0, v78, v124)
-        v126 = torch.where(x < 1.3457, v61, v125)
-        v127 = torch.where(x < -2.562011, v30, v126)
-        d_xx = torch.where(x < -700.0, v12, v127)
+        v62 = torch.clamp(x, 0.88, 88.4)
+        v63 = torch.exp(v62)
+        v64 = torch.div(v63, v62)
+        v65 = torch.expm1(v62)
+        v66 = torch.mul(v65, 2.0)
+        v67 = 1.0 / v62
+        v68 = torch.mul(v66, v67)
+        v69 = torch.mul(v68, v67)
+        v70 = torch.mul(v69, v67)
+        v71 = torch.add(v64, v70)
+        v72 = torch.mul(v63, 2.0)
+        v73 = torch.neg(v72)
+        v74 = torch.mul(v73, v67)
+        v75 = torch.mul(v74, v67)
+        v76 = torch.add(v71, v75)
+        v77 = torch.clamp(x, 88.4, 700.0)
+        v78 = torch.square(v77)
+        v79 = torch.add(v78, 2.0)
+        v80 = torch.mul(v77, 2.0)
+        v81 = torch.sub(v79, v80)
+        v82 = torch.sign(v81)
+        v83 = torch.abs(v81)
+        v84 = torch.log(v83)
+        v85 = torch.add(v77, v84)
+        v86 = torch.abs(v77)
+        v87 = torch.log(v86)
+        v88 = torch.mul(v87, 3.0)
+        v89 = torch.sub(v85, v88)
+        v90 = torch.exp(v89)
+        v91 = torch.mul(v82, v90)
+        v92 = torch.sign(v77)
+        v93 = torch.mul(v92, v92)
+        v94 = torch.mul(v93, v92)
+        v95 = torch.div(v91, v94)
+        v96 = torch.mul(v77, v77)
+        v97 = torch.mul(v96, v77)
+        v98 = 2.0 / v97
+        v99 = torch.sub(v95, v98)
+        v100 = torch.clamp(x, min=700.0)
+        v101 = torch.exp(v100)
+        v102 = torch.sub(v101, 1.0)
+        v103 = torch.mul(v102, 2.0)
+        v104 = torch.mul(v100, v100)
+        v105 = torch.mul(v104, v100)
+        v106 = torch.div(v103, v105)
+        v107 = torch.div(v101, v100)
+        v108 = torch.add(v106, v107)
+        v109 = torch.mul(v101, 2.0)
+        v110 = torch.square(v100)
+        v111 = torch.div(v109, v110)
+        v112 = torch.sub(v108, v111)
+        v113 = torch.where(x <= 700.0, v99, v112)
+        v114 = torch.where(x < 88.4, v76, v113)
+        v115 = torch.where(x < 0.88, v61, v114)
+        v116 = torch.where(x < -2.562011, v30, v115)
+        d_xx = torch.where(x < -700.0, v12, v116)
         return d_xx
     v0 = torch.clamp(x, max=-700.0)
     v1 = torch.exp(v0)
@@ -531,7 +541,7 @@ def _exprel_d_xx(x):
     v24 = torch.mul(v22, v23)
     v25 = torch.mul(v24, v23)
     v26 = torch.mul(v25, v23)
-    v27 = torch.clamp(x, -0.85, 0.9)
+    v27 = torch.clamp(x, -0.85, 0.88192993)
     v28 = torch.mul(v27, 4.2484242954554536e-14)
     v29 = torch.add(v28, 6.74749741042925e-13)
     v30 = torch.mul(v27, v29)
@@ -562,91 +572,82 @@ def _exprel_d_xx(x):
     v55 = torch.add(v54, 0.25)
     v56 = torch.mul(v27, v55)
     v57 = torch.add(v56, 0.3333333333333333)
-    v58 = torch.clamp(x, 0.9, 86.70839869)
-    v59 = torch.square(v58)
-    v60 = torch.sigmoid(v58)
-    v61 = torch.mul(v59, v60)
-    v62 = torch.mul(v58, 0.5)
-    v63 = torch.tanh(v62)
-    v64 = torch.mul(v63, 2.0)
-    v65 = torch.add(v61, v64)
-    v66 = torch.mul(v58, 2.0)
-    v67 = torch.mul(v66, v60)
-    v68 = torch.sub(v65, v67)
-    v69 = torch.mul(v58, v58)
-    v70 = torch.mul(v69, v58)
-    v71 = torch.neg(v58)
-    v72 = torch.sigmoid(v71)
-    v73 = torch.mul(v70, v72)
-    v74 = torch.div(v68, v73)
-    v75 = torch.clamp(x, 86.70839869, 91.22818)
-    v76 = torch.sign(v75)
-    v77 = torch.square(v76)
-    v78 = torch.abs(v75)
-    v79 = torch.log(v78)
-    v80 = torch.mul(v79, 2.0)
-    v81 = torch.neg(v75)
-    v82 = _softplus(v81)
-    v83 = torch.sub(v80, v82)
-    v84 = torch.exp(v83)
-    v85 = torch.mul(v77, v84)
-    v86 = torch.mul(v75, 0.5)
-    v87 = torch.tanh(v86)
-    v88 = torch.mul(v87, 2.0)
-    v89 = torch.add(v85, v88)
-    v90 = torch.add(v79, 0.6931471805599453)
-    v91 = torch.sub(v90, v82)
-    v92 = torch.exp(v91)
-    v93 = torch.mul(v76, v92)
-    v94 = torch.sub(v89, v93)
-    v95 = torch.sign(v94)
-    v96 = torch.abs(v94)
-    v97 = torch.log(v96)
-    v98 = _softplus(v75)
-    v99 = torch.add(v97, v98)
-    v100 = torch.mul(v79, 3.0)
-    v101 = torch.sub(v99, v100)
-    v102 = torch.exp(v101)
-    v103 = torch.mul(v95, v102)
-    v104 = torch.mul(v76, v76)
-    v105 = torch.mul(v104, v76)
-    v106 = torch.div(v103, v105)
-    v107 = torch.clamp(x, 91.22818, 700.0)
-    v108 = torch.square(v107)
-    v109 = torch.sigmoid(v107)
-    v110 = torch.mul(v108, v109)
-    v111 = torch.mul(v107, 0.5)
-    v112 = torch.tanh(v111)
-    v113 = torch.mul(v112, 2.0)
-    v114 = torch.add(v110, v113)
-    v115 = torch.mul(v107, 2.0)
-    v116 = torch.mul(v115, v109)
-    v117 = torch.sub(v114, v116)
-    v118 = torch.mul(v107, v107)
-    v119 = torch.mul(v118, v107)
-    v120 = torch.neg(v107)
-    v121 = torch.sigmoid(v120)
-    v122 = torch.mul(v119, v121)
-    v123 = torch.div(v117, v122)
-    v124 = torch.clamp(x, min=700.0)
-    v125 = torch.exp(v124)
-    v126 = torch.sub(v125, 1.0)
-    v127 = torch.mul(v126, 2.0)
-    v128 = torch.mul(v124, v124)
-    v129 = torch.mul(v128, v124)
-    v130 = torch.div(v127, v129)
-    v131 = torch.div(v125, v124)
-    v132 = torch.add(v130, v131)
-    v133 = torch.mul(v125, 2.0)
-    v134 = torch.square(v124)
-    v135 = torch.div(v133, v134)
-    v136 = torch.sub(v132, v135)
-    v137 = torch.where(x <= 700.0, v123, v136)
-    v138 = torch.where(x < 91.22818, v106, v137)
-    v139 = torch.where(x < 86.70839869, v74, v138)
-    v140 = torch.where(x < 0.9, v57, v139)
-    v141 = torch.where(x < -0.85, v26, v140)
-    d_xx = torch.where(x < -700.0, v12, v141)
+    v58 = torch.clamp(x, 0.88192993, 88.4)
+    v59 = torch.exp(v58)
+    v60 = torch.div(v59, v58)
+    v61 = torch.expm1(v58)
+    v62 = torch.mul(v61, 2.0)
+    v63 = 1.0 / v58
+    v64 = torch.mul(v62, v63)
+    v65 = torch.mul(v64, v63)
+    v66 = torch.mul(v65, v63)
+    v67 = torch.add(v60, v66)
+    v68 = torch.mul(v59, 2.0)
+    v69 = torch.neg(v68)
+    v70 = torch.mul(v69, v63)
+    v71 = torch.mul(v70, v63)
+    v72 = torch.add(v67, v71)
+    v73 = torch.clamp(x, 88.4, 91.22818)
+    v74 = torch.add(v73, 0.6931471805599453)
+    v75 = torch.abs(v73)
+    v76 = torch.log(v75)
+    v77 = torch.mul(v76, 3.0)
+    v78 = torch.sub(v74, v77)
+    v79 = torch.exp(v78)
+    v80 = torch.sign(v73)
+    v81 = torch.mul(v80, v80)
+    v82 = torch.mul(v81, v80)
+    v83 = torch.div(v79, v82)
+    v84 = torch.sub(v73, v76)
+    v85 = torch.exp(v84)
+    v86 = torch.div(v85, v80)
+    v87 = torch.add(v83, v86)
+    v88 = torch.mul(v73, v73)
+    v89 = torch.mul(v88, v73)
+    v90 = 2.0 / v89
+    v91 = torch.sub(v87, v90)
+    v92 = torch.mul(v76, 2.0)
+    v93 = torch.sub(v74, v92)
+    v94 = torch.exp(v93)
+    v95 = torch.square(v80)
+    v96 = torch.div(v94, v95)
+    v97 = torch.sub(v91, v96)
+    v98 = torch.clamp(x, 91.22818, 700.0)
+    v99 = torch.square(v98)
+    v100 = torch.sigmoid(v98)
+    v101 = torch.mul(v99, v100)
+    v102 = torch.mul(v98, 0.5)
+    v103 = torch.tanh(v102)
+    v104 = torch.mul(v103, 2.0)
+    v105 = torch.add(v101, v104)
+    v106 = torch.mul(v98, 2.0)
+    v107 = torch.mul(v106, v100)
+    v108 = torch.sub(v105, v107)
+    v109 = torch.mul(v98, v98)
+    v110 = torch.mul(v109, v98)
+    v111 = torch.neg(v98)
+    v112 = torch.sigmoid(v111)
+    v113 = torch.mul(v110, v112)
+    v114 = torch.div(v108, v113)
+    v115 = torch.clamp(x, min=700.0)
+    v116 = torch.exp(v115)
+    v117 = torch.sub(v116, 1.0)
+    v118 = torch.mul(v117, 2.0)
+    v119 = torch.mul(v115, v115)
+    v120 = torch.mul(v119, v115)
+    v121 = torch.div(v118, v120)
+    v122 = torch.div(v116, v115)
+    v123 = torch.add(v121, v122)
+    v124 = torch.mul(v116, 2.0)
+    v125 = torch.square(v115)
+    v126 = torch.div(v124, v125)
+    v127 = torch.sub(v123, v126)
+    v128 = torch.where(x <= 700.0, v114, v127)
+    v129 = torch.where(x < 91.22818, v97, v128)
+    v130 = torch.where(x < 88.4, v72, v129)
+    v131 = torch.where(x < 0.88192993, v57, v130)
+    v132 = torch.where(x < -0.85, v26, v131)
+    d_xx = torch.where(x < -700.0, v12, v132)
     return d_xx
 
 

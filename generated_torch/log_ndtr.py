@@ -328,11 +328,11 @@ def _log_ndtr_d_x(x):
 
     f' = sqrt(2)*exp(-x**2/2)/(sqrt(pi)*erfc(-sqrt(2)*x/2))
     form (regimes(series -inf<2> | sympy+rules(erfc_exp) | sympy+exact squares)): (-inf,
-        -2.247116418577895e+307): -x*(1 + (-1/x)**2); [-2.247116418577895e+307, -2.95):
+        -3.4e+38): -x*(1 + (-1/x)**2); [-3.4e+38, -2.95):
         sqrt(2)/(sqrt(pi)*erfcx(-sqrt(2)*x/2)); [-2.95, inf): sqrt(2)*exp(-square_head(x,
         64)**2/2)*exp(-(x - square_head(x, 64))*(x + square_head(x,
         64))/2)/(sqrt(pi)*erfc(-sqrt(2)*x/2))
-    measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.41 / p99 1.6 bits (float32
+    measured float32 mean 0.00 / p99 0.0 bits, float64 mean 0.31 / p99 1.6 bits (float32
         computed in float64)
     """
     v0 = 1.0 / x
@@ -439,7 +439,7 @@ def _log_ndtr_d_x(x):
     v101 = torch.erfc(v7)
     v102 = torch.div(v100, v101)
     v103 = torch.where(x < -2.95, v84, v102)
-    d_x = torch.where(x < -2.247116418577895e+307, v5, v103)
+    d_x = torch.where(x < -3.4e+38, v5, v103)
     return d_x
 
 

@@ -43,7 +43,7 @@ SERIES_TERMS = (3, 6, 10, 16)
 # many seconds of CPU time the series candidates are skipped. Typical series take well under
 # a second.
 FALLBACK_SERIES_TERMS = 6  # where the longest series does not finish in its bound
-SERIES_SECONDS = 10.0  # the library's slowest, log_ndtr's f'', takes 2.2 s on a fast core, 4.4 on a slow one
+SERIES_SECONDS = 10.0  # the library's slowest, log_ndtr's f'': 2.2 s on a fast core, 4.4 on a slow
 OTHER_SYMBOLS_SERIES_SECONDS = 2.5  # the library's slowest with other args in it: 0.4
 VARIANT_SECONDS = 3.0  # each of cancel, factor, simplify, collect of one derivative
 # A rewrite more than this many times the size of the derivative is dropped: factor writes
