@@ -49,74 +49,17 @@ def _exprel_value(x):
     """The value of exprel.
 
     f = (exp(x) - 1)/x
-    float64 form (regimes(sympy+rules(expm1) | series x<16> | sympy+rules(expm1) |
+    form (regimes(sympy+rules(expm1) | series x<16> | sympy+rules(expm1) |
         sympy+sigmoid+log-sigmoid+absorb exp | sympy+rules(expm1))): (-inf, -700.0): (exp(x) -
         1)/x; [-700.0, -0.939256132): expm1(x)/x; [-0.939256132, 0.0]:
         x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x/20922789888000 + 1/1307674368000) +
         1/87178291200) + 1/6227020800) + 1/479001600) + 1/39916800) + 1/3628800) + 1/362880) +
-        1/40320) + 1/5040) + 1/720) + 1/120) + 1/24) + 1/6) + 1/2) + 1; (0.0, 88.8): expm1(x)/x;
-        [88.8, 91.22818): sign(tanh(x/2))*exp(-log(Abs(x)) + log(Abs(tanh(x/2))) +
-        softplus(x))/sign(x); [91.22818, 700.0]: expm1(x)/x; (700.0, inf): (exp(x) - 1)/x
-    float32 form (regimes float32(sympy+rules(expm1) | series x<16> | sympy+rules(expm1) |
-        distribute+absorb exp)): (-inf, -700.0): (exp(x) - 1)/x; [-700.0, -3.141): expm1(x)/x;
-        [-3.141, 1.1754943508222875e-38):
-        x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x/20922789888000 + 1/1307674368000) +
-        1/87178291200) + 1/6227020800) + 1/479001600) + 1/39916800) + 1/3628800) + 1/362880) +
-        1/40320) + 1/5040) + 1/720) + 1/120) + 1/24) + 1/6) + 1/2) + 1; [1.1754943508222875e-38,
-        88.8): expm1(x)/x; [88.8, 700.0]: exp(x - log(Abs(x)))/sign(x) - 1/x; (700.0, inf):
-        (exp(x) - 1)/x
-    measured float32 mean 0.08 / p99 1.0 bits, float64 mean 0.08 / p99 1.0 bits
+        1/40320) + 1/5040) + 1/720) + 1/120) + 1/24) + 1/6) + 1/2) + 1; (0.0, 88.7): expm1(x)/x;
+        [88.7, 91.22817993164062]: sign(tanh(x/2))*exp(-log(Abs(x)) + log(Abs(tanh(x/2))) +
+        softplus(x))/sign(x); (91.22817993164062, 700.0]: expm1(x)/x; (700.0, inf): (exp(x) -
+        1)/x
+    measured float32 mean 0.07 / p99 1.0 bits, float64 mean 0.08 / p99 1.0 bits
     """
-    if x.dtype == jnp.float32:
-        v0 = jnp.exp(x)
-        v1 = jnp.subtract(v0, 1.0)
-        v2 = jnp.divide(v1, x)
-        v3 = jnp.expm1(x)
-        v4 = jnp.divide(v3, x)
-        v5 = jnp.multiply(x, 4.779477332387385e-14)
-        v6 = jnp.add(v5, 7.647163731819816e-13)
-        v7 = jnp.multiply(x, v6)
-        v8 = jnp.add(v7, 1.1470745597729725e-11)
-        v9 = jnp.multiply(x, v8)
-        v10 = jnp.add(v9, 1.6059043836821613e-10)
-        v11 = jnp.multiply(x, v10)
-        v12 = jnp.add(v11, 2.08767569878681e-09)
-        v13 = jnp.multiply(x, v12)
-        v14 = jnp.add(v13, 2.505210838544172e-08)
-        v15 = jnp.multiply(x, v14)
-        v16 = jnp.add(v15, 2.755731922398589e-07)
-        v17 = jnp.multiply(x, v16)
-        v18 = jnp.add(v17, 2.7557319223985893e-06)
-        v19 = jnp.multiply(x, v18)
-        v20 = jnp.add(v19, 2.48015873015873e-05)
-        v21 = jnp.multiply(x, v20)
-        v22 = jnp.add(v21, 0.0001984126984126984)
-        v23 = jnp.multiply(x, v22)
-        v24 = jnp.add(v23, 0.001388888888888889)
-        v25 = jnp.multiply(x, v24)
-        v26 = jnp.add(v25, 0.008333333333333333)
-        v27 = jnp.multiply(x, v26)
-        v28 = jnp.add(v27, 0.041666666666666664)
-        v29 = jnp.multiply(x, v28)
-        v30 = jnp.add(v29, 0.16666666666666666)
-        v31 = jnp.multiply(x, v30)
-        v32 = jnp.add(v31, 0.5)
-        v33 = jnp.multiply(x, v32)
-        v34 = jnp.add(v33, 1.0)
-        v35 = jnp.abs(x)
-        v36 = jnp.log(v35)
-        v37 = jnp.subtract(x, v36)
-        v38 = jnp.exp(v37)
-        v39 = jnp.sign(x)
-        v40 = jnp.divide(v38, v39)
-        v41 = 1.0 / x
-        v42 = jnp.subtract(v40, v41)
-        v43 = jnp.where(x <= 700.0, v42, v2)
-        v44 = jnp.where(x < 88.8, v4, v43)
-        v45 = jnp.where(x < 1.1754943508222875e-38, v34, v44)
-        v46 = jnp.where(x < -3.141, v4, v45)
-        value = jnp.where(x < -700.0, v2, v46)
-        return value
     v0 = jnp.exp(x)
     v1 = jnp.subtract(v0, 1.0)
     v2 = jnp.divide(v1, x)
@@ -167,8 +110,8 @@ def _exprel_value(x):
     v47 = jnp.sign(x)
     v48 = jnp.divide(v46, v47)
     v49 = jnp.where(x <= 700.0, v4, v2)
-    v50 = jnp.where(x < 91.22818, v48, v49)
-    v51 = jnp.where(x < 88.8, v4, v50)
+    v50 = jnp.where(x <= 91.22817993164062, v48, v49)
+    v51 = jnp.where(x < 88.7, v4, v50)
     v52 = jnp.where(x <= 0.0, v34, v51)
     v53 = jnp.where(x < -0.939256132, v4, v52)
     value = jnp.where(x < -700.0, v2, v53)
@@ -179,107 +122,19 @@ def _exprel_d_x(x):
     """f' of exprel.
 
     f' = exp(x)/x - (exp(x) - 1)/x**2
-    float64 form (regimes(sympy+sigmoid+rules+spread powers | series x<16> | sympy+spread
+    form (regimes(sympy+sigmoid+rules+spread powers | series x<16> | sympy+spread
         powers+rules(expm1) | distribute+absorb exp | sympy+sigmoid+rules+spread powers)):
         (-inf, -700.0): exp(x)/x - (exp(x) - 1)/x**2; [-700.0, -0.89): (((x*sigmoid(x) -
-        tanh(x/2))/sigmoid(-x))*1/x)*1/x; [-0.89, 0.69347097):
+        tanh(x/2))/sigmoid(-x))*1/x)*1/x; [-0.89, 0.6934709548950195]:
         x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x/22230464256000 + 1/1394852659200) +
         1/93405312000) + 1/6706022400) + 1/518918400) + 1/43545600) + 1/3991680) + 1/403200) +
-        1/45360) + 1/5760) + 1/840) + 1/144) + 1/30) + 1/8) + 1/3) + 1/2; [0.69347097, 88.8):
-        ((-expm1(x))*1/x)*1/x + exp(x)/x; [88.8, 91.22818): exp(x - log(Abs(x)))/sign(x) - exp(x
-        - 2*log(Abs(x)))/sign(x)**2 + x**(-2); [91.22818, 700.0]: (((x*sigmoid(x) -
-        tanh(x/2))/sigmoid(-x))*1/x)*1/x; (700.0, inf): exp(x)/x - (exp(x) - 1)/x**2
-    float32 form (regimes float32(sympy+sigmoid+rules+spread powers | series x<16> |
-        sympy+spread powers+rules(expm1) | sympy+sigmoid+log-sigmoid+absorb exp)): (-inf,
-        -700.0): exp(x)/x - (exp(x) - 1)/x**2; [-700.0, -2.3): (((x*sigmoid(x) -
-        tanh(x/2))/sigmoid(-x))*1/x)*1/x; [-2.3, 0.696):
-        x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x/22230464256000 + 1/1394852659200) +
-        1/93405312000) + 1/6706022400) + 1/518918400) + 1/43545600) + 1/3991680) + 1/403200) +
-        1/45360) + 1/5760) + 1/840) + 1/144) + 1/30) + 1/8) + 1/3) + 1/2; [0.696, 88.4):
-        ((-expm1(x))*1/x)*1/x + exp(x)/x; [88.4, 700.0]: sign(-tanh(x/2) +
-        sign(x)*exp(log(Abs(x)) - softplus(-x)))*exp(-2*log(Abs(x)) + log(Abs(-tanh(x/2) +
-        sign(x)*exp(log(Abs(x)) - softplus(-x)))) + softplus(x))/sign(x)**2; (700.0, inf):
-        exp(x)/x - (exp(x) - 1)/x**2
+        1/45360) + 1/5760) + 1/840) + 1/144) + 1/30) + 1/8) + 1/3) + 1/2; (0.6934709548950195,
+        88.7): ((-expm1(x))*1/x)*1/x + exp(x)/x; [88.7, 91.22817993164062]: exp(x -
+        log(Abs(x)))/sign(x) - exp(x - 2*log(Abs(x)))/sign(x)**2 + x**(-2); (91.22817993164062,
+        700.0]: (((x*sigmoid(x) - tanh(x/2))/sigmoid(-x))*1/x)*1/x; (700.0, inf): exp(x)/x -
+        (exp(x) - 1)/x**2
     measured float32 mean 0.11 / p99 1.6 bits, float64 mean 0.12 / p99 1.6 bits
     """
-    if x.dtype == jnp.float32:
-        v0 = jnp.exp(x)
-        v1 = jnp.divide(v0, x)
-        v2 = jnp.subtract(v0, 1.0)
-        v3 = jnp.square(x)
-        v4 = jnp.divide(v2, v3)
-        v5 = jnp.subtract(v1, v4)
-        v6 = jax.nn.sigmoid(x)
-        v7 = jnp.multiply(x, v6)
-        v8 = jnp.multiply(x, 0.5)
-        v9 = jnp.tanh(v8)
-        v10 = jnp.subtract(v7, v9)
-        v11 = jnp.negative(x)
-        v12 = jax.nn.sigmoid(v11)
-        v13 = jnp.divide(v10, v12)
-        v14 = 1.0 / x
-        v15 = jnp.multiply(v13, v14)
-        v16 = jnp.multiply(v15, v14)
-        v17 = jnp.multiply(x, 4.498331606952833e-14)
-        v18 = jnp.add(v17, 7.169215998581078e-13)
-        v19 = jnp.multiply(x, v18)
-        v20 = jnp.add(v19, 1.0706029224547743e-11)
-        v21 = jnp.multiply(x, v20)
-        v22 = jnp.add(v21, 1.4911969277048643e-10)
-        v23 = jnp.multiply(x, v22)
-        v24 = jnp.add(v23, 1.9270852604185937e-09)
-        v25 = jnp.multiply(x, v24)
-        v26 = jnp.add(v25, 2.296443268665491e-08)
-        v27 = jnp.multiply(x, v26)
-        v28 = jnp.add(v27, 2.505210838544172e-07)
-        v29 = jnp.multiply(x, v28)
-        v30 = jnp.add(v29, 2.48015873015873e-06)
-        v31 = jnp.multiply(x, v30)
-        v32 = jnp.add(v31, 2.2045855379188714e-05)
-        v33 = jnp.multiply(x, v32)
-        v34 = jnp.add(v33, 0.00017361111111111112)
-        v35 = jnp.multiply(x, v34)
-        v36 = jnp.add(v35, 0.0011904761904761906)
-        v37 = jnp.multiply(x, v36)
-        v38 = jnp.add(v37, 0.006944444444444444)
-        v39 = jnp.multiply(x, v38)
-        v40 = jnp.add(v39, 0.03333333333333333)
-        v41 = jnp.multiply(x, v40)
-        v42 = jnp.add(v41, 0.125)
-        v43 = jnp.multiply(x, v42)
-        v44 = jnp.add(v43, 0.3333333333333333)
-        v45 = jnp.multiply(x, v44)
-        v46 = jnp.add(v45, 0.5)
-        v47 = jnp.expm1(x)
-        v48 = jnp.negative(v47)
-        v49 = jnp.multiply(v48, v14)
-        v50 = jnp.multiply(v49, v14)
-        v51 = jnp.add(v1, v50)
-        v52 = jnp.sign(x)
-        v53 = jnp.abs(x)
-        v54 = jnp.log(v53)
-        v55 = jax.nn.softplus(v11)
-        v56 = jnp.subtract(v54, v55)
-        v57 = jnp.exp(v56)
-        v58 = jnp.multiply(v52, v57)
-        v59 = jnp.subtract(v58, v9)
-        v60 = jnp.sign(v59)
-        v61 = jnp.abs(v59)
-        v62 = jnp.log(v61)
-        v63 = jax.nn.softplus(x)
-        v64 = jnp.add(v62, v63)
-        v65 = jnp.multiply(v54, 2.0)
-        v66 = jnp.subtract(v64, v65)
-        v67 = jnp.exp(v66)
-        v68 = jnp.multiply(v60, v67)
-        v69 = jnp.square(v52)
-        v70 = jnp.divide(v68, v69)
-        v71 = jnp.where(x <= 700.0, v70, v5)
-        v72 = jnp.where(x < 88.4, v51, v71)
-        v73 = jnp.where(x < 0.696, v46, v72)
-        v74 = jnp.where(x < -2.3, v16, v73)
-        d_x = jnp.where(x < -700.0, v5, v74)
-        return d_x
     v0 = jnp.exp(x)
     v1 = jnp.divide(v0, x)
     v2 = jnp.subtract(v0, 1.0)
@@ -347,9 +202,9 @@ def _exprel_d_x(x):
     v64 = jnp.divide(v62, v63)
     v65 = jnp.subtract(v59, v64)
     v66 = jnp.where(x <= 700.0, v16, v5)
-    v67 = jnp.where(x < 91.22818, v65, v66)
-    v68 = jnp.where(x < 88.8, v51, v67)
-    v69 = jnp.where(x < 0.69347097, v46, v68)
+    v67 = jnp.where(x <= 91.22817993164062, v65, v66)
+    v68 = jnp.where(x < 88.7, v51, v67)
+    v69 = jnp.where(x <= 0.6934709548950195, v46, v68)
     v70 = jnp.where(x < -0.89, v16, v69)
     d_x = jnp.where(x < -700.0, v5, v70)
     return d_x
@@ -359,150 +214,21 @@ def _exprel_d_xx(x):
     """f'' of exprel (the last custom order: autodiff beyond it differentiates this form).
 
     f'' = exp(x)/x - 2*exp(x)/x**2 + 2*(exp(x) - 1)/x**3
-    float64 form (regimes(cancel+spread powers+rules(expm1) | series x<16> | sympy+spread
+    form (regimes(cancel+spread powers+rules(expm1) | series x<16> | sympy+spread
         powers+rules(expm1) | distribute+absorb exp | sympy+sigmoid+rules(sigmoid_complement))):
         (-inf, -700.0): exp(x)/x - 2*exp(x)/x**2 + 2*(exp(x) - 1)/x**3; [-700.0, -0.85):
         (((-2*x*exp(x) + x*(x*exp(x)) + 2*expm1(x))*1/x)*1/x)*1/x; [-0.85, 0.88192993):
         x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x/23538138624000 + 1/1482030950400) +
         1/99632332800) + 1/7185024000) + 1/558835200) + 1/47174400) + 1/4354560) + 1/443520) +
-        1/50400) + 1/6480) + 1/960) + 1/168) + 1/36) + 1/10) + 1/4) + 1/3; [0.88192993, 88.4):
-        (((2*expm1(x))*1/x)*1/x)*1/x + ((-2*exp(x))*1/x)*1/x + exp(x)/x; [88.4, 91.22818): exp(x
-        - log(Abs(x)))/sign(x) - exp(x - 2*log(Abs(x)) + log(2))/sign(x)**2 + exp(x -
-        3*log(Abs(x)) + log(2))/sign(x)**3 - 2/x**3; [91.22818, 700.0]: (x**2*sigmoid(x) -
-        2*x*sigmoid(x) + 2*tanh(x/2))/(x**3*sigmoid(-x)); (700.0, inf): exp(x)/x - 2*exp(x)/x**2
-        + 2*(exp(x) - 1)/x**3
-    float32 form (regimes float32(sympy+sigmoid+rules+spread powers | series x<16> |
-        sympy+spread powers+rules(expm1) | collect exp+absorb exp)): (-inf, -700.0): exp(x)/x -
-        2*exp(x)/x**2 + 2*(exp(x) - 1)/x**3; [-700.0, -2.562011): ((((-2*x*sigmoid(x) +
-        x*(x*sigmoid(x)) + 2*tanh(x/2))/sigmoid(-x))*1/x)*1/x)*1/x; [-2.562011, 0.88):
-        x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x/23538138624000 + 1/1482030950400) +
-        1/99632332800) + 1/7185024000) + 1/558835200) + 1/47174400) + 1/4354560) + 1/443520) +
-        1/50400) + 1/6480) + 1/960) + 1/168) + 1/36) + 1/10) + 1/4) + 1/3; [0.88, 88.4):
-        (((2*expm1(x))*1/x)*1/x)*1/x + ((-2*exp(x))*1/x)*1/x + exp(x)/x; [88.4, 700.0]:
-        sign(x**2 - 2*x + 2)*exp(x - 3*log(Abs(x)) + log(Abs(x**2 - 2*x + 2)))/sign(x)**3 -
-        2/x**3; (700.0, inf): exp(x)/x - 2*exp(x)/x**2 + 2*(exp(x) - 1)/x**3
+        1/50400) + 1/6480) + 1/960) + 1/168) + 1/36) + 1/10) + 1/4) + 1/3; [0.88192993, 88.027):
+        (((2*expm1(x))*1/x)*1/x)*1/x + ((-2*exp(x))*1/x)*1/x + exp(x)/x; [88.027,
+        91.22817993164062]: exp(x - log(Abs(x)))/sign(x) - exp(x - 2*log(Abs(x)) +
+        log(2))/sign(x)**2 + exp(x - 3*log(Abs(x)) + log(2))/sign(x)**3 - 2/x**3;
+        (91.22817993164062, 700.0]: (x**2*sigmoid(x) - 2*x*sigmoid(x) +
+        2*tanh(x/2))/(x**3*sigmoid(-x)); (700.0, inf): exp(x)/x - 2*exp(x)/x**2 + 2*(exp(x) -
+        1)/x**3
     measured float32 mean 0.28 / p99 2.0 bits, float64 mean 0.26 / p99 2.0 bits
     """
-    if x.dtype == jnp.float32:
-        v0 = jnp.minimum(x, -700.0)
-        v1 = jnp.exp(v0)
-        v2 = jnp.subtract(v1, 1.0)
-        v3 = jnp.multiply(v2, 2.0)
-        v4 = jnp.multiply(v0, v0)
-        v5 = jnp.multiply(v4, v0)
-        v6 = jnp.divide(v3, v5)
-        v7 = jnp.divide(v1, v0)
-        v8 = jnp.add(v6, v7)
-        v9 = jnp.multiply(v1, 2.0)
-        v10 = jnp.square(v0)
-        v11 = jnp.divide(v9, v10)
-        v12 = jnp.subtract(v8, v11)
-        v13 = jnp.clip(x, -700.0, -2.562011)
-        v14 = jax.nn.sigmoid(v13)
-        v15 = jnp.multiply(v13, v14)
-        v16 = jnp.multiply(v13, v15)
-        v17 = jnp.multiply(v13, 0.5)
-        v18 = jnp.tanh(v17)
-        v19 = jnp.multiply(v18, 2.0)
-        v20 = jnp.add(v16, v19)
-        v21 = jnp.multiply(v13, 2.0)
-        v22 = jnp.multiply(v21, v14)
-        v23 = jnp.subtract(v20, v22)
-        v24 = jnp.negative(v13)
-        v25 = jax.nn.sigmoid(v24)
-        v26 = jnp.divide(v23, v25)
-        v27 = 1.0 / v13
-        v28 = jnp.multiply(v26, v27)
-        v29 = jnp.multiply(v28, v27)
-        v30 = jnp.multiply(v29, v27)
-        v31 = jnp.clip(x, -2.562011, 0.88)
-        v32 = jnp.multiply(v31, 4.2484242954554536e-14)
-        v33 = jnp.add(v32, 6.74749741042925e-13)
-        v34 = jnp.multiply(v31, v33)
-        v35 = jnp.add(v34, 1.0036902398013508e-11)
-        v36 = jnp.multiply(v31, v35)
-        v37 = jnp.add(v36, 1.3917837991912066e-10)
-        v38 = jnp.multiply(v31, v37)
-        v39 = jnp.add(v38, 1.789436313245837e-09)
-        v40 = jnp.multiply(v31, v39)
-        v41 = jnp.add(v40, 2.1197937864604532e-08)
-        v42 = jnp.multiply(v31, v41)
-        v43 = jnp.add(v42, 2.296443268665491e-07)
-        v44 = jnp.multiply(v31, v43)
-        v45 = jnp.add(v44, 2.2546897546897547e-06)
-        v46 = jnp.multiply(v31, v45)
-        v47 = jnp.add(v46, 1.984126984126984e-05)
-        v48 = jnp.multiply(v31, v47)
-        v49 = jnp.add(v48, 0.00015432098765432098)
-        v50 = jnp.multiply(v31, v49)
-        v51 = jnp.add(v50, 0.0010416666666666667)
-        v52 = jnp.multiply(v31, v51)
-        v53 = jnp.add(v52, 0.005952380952380952)
-        v54 = jnp.multiply(v31, v53)
-        v55 = jnp.add(v54, 0.027777777777777776)
-        v56 = jnp.multiply(v31, v55)
-        v57 = jnp.add(v56, 0.1)
-        v58 = jnp.multiply(v31, v57)
-        v59 = jnp.add(v58, 0.25)
-        v60 = jnp.multiply(v31, v59)
-        v61 = jnp.add(v60, 0.3333333333333333)
-        v62 = jnp.clip(x, 0.88, 88.4)
-        v63 = jnp.exp(v62)
-        v64 = jnp.divide(v63, v62)
-        v65 = jnp.expm1(v62)
-        v66 = jnp.multiply(v65, 2.0)
-        v67 = 1.0 / v62
-        v68 = jnp.multiply(v66, v67)
-        v69 = jnp.multiply(v68, v67)
-        v70 = jnp.multiply(v69, v67)
-        v71 = jnp.add(v64, v70)
-        v72 = jnp.multiply(v63, 2.0)
-        v73 = jnp.negative(v72)
-        v74 = jnp.multiply(v73, v67)
-        v75 = jnp.multiply(v74, v67)
-        v76 = jnp.add(v71, v75)
-        v77 = jnp.clip(x, 88.4, 700.0)
-        v78 = jnp.square(v77)
-        v79 = jnp.add(v78, 2.0)
-        v80 = jnp.multiply(v77, 2.0)
-        v81 = jnp.subtract(v79, v80)
-        v82 = jnp.sign(v81)
-        v83 = jnp.abs(v81)
-        v84 = jnp.log(v83)
-        v85 = jnp.add(v77, v84)
-        v86 = jnp.abs(v77)
-        v87 = jnp.log(v86)
-        v88 = jnp.multiply(v87, 3.0)
-        v89 = jnp.subtract(v85, v88)
-        v90 = jnp.exp(v89)
-        v91 = jnp.multiply(v82, v90)
-        v92 = jnp.sign(v77)
-        v93 = jnp.multiply(v92, v92)
-        v94 = jnp.multiply(v93, v92)
-        v95 = jnp.divide(v91, v94)
-        v96 = jnp.multiply(v77, v77)
-        v97 = jnp.multiply(v96, v77)
-        v98 = 2.0 / v97
-        v99 = jnp.subtract(v95, v98)
-        v100 = jnp.maximum(x, 700.0)
-        v101 = jnp.exp(v100)
-        v102 = jnp.subtract(v101, 1.0)
-        v103 = jnp.multiply(v102, 2.0)
-        v104 = jnp.multiply(v100, v100)
-        v105 = jnp.multiply(v104, v100)
-        v106 = jnp.divide(v103, v105)
-        v107 = jnp.divide(v101, v100)
-        v108 = jnp.add(v106, v107)
-        v109 = jnp.multiply(v101, 2.0)
-        v110 = jnp.square(v100)
-        v111 = jnp.divide(v109, v110)
-        v112 = jnp.subtract(v108, v111)
-        v113 = jnp.where(x <= 700.0, v99, v112)
-        v114 = jnp.where(x < 88.4, v76, v113)
-        v115 = jnp.where(x < 0.88, v61, v114)
-        v116 = jnp.where(x < -2.562011, v30, v115)
-        d_xx = jnp.where(x < -700.0, v12, v116)
-        return d_xx
     v0 = jnp.minimum(x, -700.0)
     v1 = jnp.exp(v0)
     v2 = jnp.subtract(v1, 1.0)
@@ -561,7 +287,7 @@ def _exprel_d_xx(x):
     v55 = jnp.add(v54, 0.25)
     v56 = jnp.multiply(v27, v55)
     v57 = jnp.add(v56, 0.3333333333333333)
-    v58 = jnp.clip(x, 0.88192993, 88.4)
+    v58 = jnp.clip(x, 0.88192993, 88.027)
     v59 = jnp.exp(v58)
     v60 = jnp.divide(v59, v58)
     v61 = jnp.expm1(v58)
@@ -576,7 +302,7 @@ def _exprel_d_xx(x):
     v70 = jnp.multiply(v69, v63)
     v71 = jnp.multiply(v70, v63)
     v72 = jnp.add(v67, v71)
-    v73 = jnp.clip(x, 88.4, 91.22818)
+    v73 = jnp.clip(x, 88.027, 91.22817993164062)
     v74 = jnp.add(v73, 0.6931471805599453)
     v75 = jnp.abs(v73)
     v76 = jnp.log(v75)
@@ -601,7 +327,7 @@ def _exprel_d_xx(x):
     v95 = jnp.square(v80)
     v96 = jnp.divide(v94, v95)
     v97 = jnp.subtract(v91, v96)
-    v98 = jnp.clip(x, 91.22818, 700.0)
+    v98 = jnp.clip(x, 91.22817993164062, 700.0)
     v99 = jnp.square(v98)
     v100 = jax.nn.sigmoid(v98)
     v101 = jnp.multiply(v99, v100)
@@ -632,8 +358,8 @@ def _exprel_d_xx(x):
     v126 = jnp.divide(v124, v125)
     v127 = jnp.subtract(v123, v126)
     v128 = jnp.where(x <= 700.0, v114, v127)
-    v129 = jnp.where(x < 91.22818, v97, v128)
-    v130 = jnp.where(x < 88.4, v72, v129)
+    v129 = jnp.where(x <= 91.22817993164062, v97, v128)
+    v130 = jnp.where(x < 88.027, v72, v129)
     v131 = jnp.where(x < 0.88192993, v57, v130)
     v132 = jnp.where(x < -0.85, v26, v131)
     d_xx = jnp.where(x < -700.0, v12, v132)

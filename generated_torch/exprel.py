@@ -60,74 +60,17 @@ def _exprel_value(x):
     """The value of exprel.
 
     f = (exp(x) - 1)/x
-    float64 form (regimes(sympy+rules(expm1) | series x<16> | sympy+rules(expm1) |
+    form (regimes(sympy+rules(expm1) | series x<16> | sympy+rules(expm1) |
         sympy+sigmoid+log-sigmoid+absorb exp | sympy+rules(expm1))): (-inf, -700.0): (exp(x) -
         1)/x; [-700.0, -0.939256132): expm1(x)/x; [-0.939256132, 0.0]:
         x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x/20922789888000 + 1/1307674368000) +
         1/87178291200) + 1/6227020800) + 1/479001600) + 1/39916800) + 1/3628800) + 1/362880) +
-        1/40320) + 1/5040) + 1/720) + 1/120) + 1/24) + 1/6) + 1/2) + 1; (0.0, 88.8): expm1(x)/x;
-        [88.8, 91.22818): sign(tanh(x/2))*exp(-log(Abs(x)) + log(Abs(tanh(x/2))) +
-        softplus(x))/sign(x); [91.22818, 700.0]: expm1(x)/x; (700.0, inf): (exp(x) - 1)/x
-    float32 form (regimes float32(sympy+rules(expm1) | series x<16> | sympy+rules(expm1) |
-        distribute+absorb exp)): (-inf, -700.0): (exp(x) - 1)/x; [-700.0, -3.141): expm1(x)/x;
-        [-3.141, 1.1754943508222875e-38):
-        x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x/20922789888000 + 1/1307674368000) +
-        1/87178291200) + 1/6227020800) + 1/479001600) + 1/39916800) + 1/3628800) + 1/362880) +
-        1/40320) + 1/5040) + 1/720) + 1/120) + 1/24) + 1/6) + 1/2) + 1; [1.1754943508222875e-38,
-        88.8): expm1(x)/x; [88.8, 700.0]: exp(x - log(Abs(x)))/sign(x) - 1/x; (700.0, inf):
-        (exp(x) - 1)/x
-    measured float32 mean 0.08 / p99 1.0 bits, float64 mean 0.08 / p99 1.0 bits
+        1/40320) + 1/5040) + 1/720) + 1/120) + 1/24) + 1/6) + 1/2) + 1; (0.0, 88.7): expm1(x)/x;
+        [88.7, 91.22817993164062]: sign(tanh(x/2))*exp(-log(Abs(x)) + log(Abs(tanh(x/2))) +
+        softplus(x))/sign(x); (91.22817993164062, 700.0]: expm1(x)/x; (700.0, inf): (exp(x) -
+        1)/x
+    measured float32 mean 0.07 / p99 1.0 bits, float64 mean 0.08 / p99 1.0 bits
     """
-    if x.dtype == torch.float32:
-        v0 = torch.exp(x)
-        v1 = torch.sub(v0, 1.0)
-        v2 = torch.div(v1, x)
-        v3 = torch.expm1(x)
-        v4 = torch.div(v3, x)
-        v5 = torch.mul(x, 4.779477332387385e-14)
-        v6 = torch.add(v5, 7.647163731819816e-13)
-        v7 = torch.mul(x, v6)
-        v8 = torch.add(v7, 1.1470745597729725e-11)
-        v9 = torch.mul(x, v8)
-        v10 = torch.add(v9, 1.6059043836821613e-10)
-        v11 = torch.mul(x, v10)
-        v12 = torch.add(v11, 2.08767569878681e-09)
-        v13 = torch.mul(x, v12)
-        v14 = torch.add(v13, 2.505210838544172e-08)
-        v15 = torch.mul(x, v14)
-        v16 = torch.add(v15, 2.755731922398589e-07)
-        v17 = torch.mul(x, v16)
-        v18 = torch.add(v17, 2.7557319223985893e-06)
-        v19 = torch.mul(x, v18)
-        v20 = torch.add(v19, 2.48015873015873e-05)
-        v21 = torch.mul(x, v20)
-        v22 = torch.add(v21, 0.0001984126984126984)
-        v23 = torch.mul(x, v22)
-        v24 = torch.add(v23, 0.001388888888888889)
-        v25 = torch.mul(x, v24)
-        v26 = torch.add(v25, 0.008333333333333333)
-        v27 = torch.mul(x, v26)
-        v28 = torch.add(v27, 0.041666666666666664)
-        v29 = torch.mul(x, v28)
-        v30 = torch.add(v29, 0.16666666666666666)
-        v31 = torch.mul(x, v30)
-        v32 = torch.add(v31, 0.5)
-        v33 = torch.mul(x, v32)
-        v34 = torch.add(v33, 1.0)
-        v35 = torch.abs(x)
-        v36 = torch.log(v35)
-        v37 = torch.sub(x, v36)
-        v38 = torch.exp(v37)
-        v39 = torch.sign(x)
-        v40 = torch.div(v38, v39)
-        v41 = 1.0 / x
-        v42 = torch.sub(v40, v41)
-        v43 = torch.where(x <= 700.0, v42, v2)
-        v44 = torch.where(x < 88.8, v4, v43)
-        v45 = torch.where(x < 1.1754943508222875e-38, v34, v44)
-        v46 = torch.where(x < -3.141, v4, v45)
-        value = torch.where(x < -700.0, v2, v46)
-        return value
     v0 = torch.exp(x)
     v1 = torch.sub(v0, 1.0)
     v2 = torch.div(v1, x)
@@ -178,8 +121,8 @@ def _exprel_value(x):
     v47 = torch.sign(x)
     v48 = torch.div(v46, v47)
     v49 = torch.where(x <= 700.0, v4, v2)
-    v50 = torch.where(x < 91.22818, v48, v49)
-    v51 = torch.where(x < 88.8, v4, v50)
+    v50 = torch.where(x <= 91.22817993164062, v48, v49)
+    v51 = torch.where(x < 88.7, v4, v50)
     v52 = torch.where(x <= 0.0, v34, v51)
     v53 = torch.where(x < -0.939256132, v4, v52)
     value = torch.where(x < -700.0, v2, v53)
@@ -190,107 +133,19 @@ def _exprel_d_x(x):
     """f' of exprel.
 
     f' = exp(x)/x - (exp(x) - 1)/x**2
-    float64 form (regimes(sympy+sigmoid+rules+spread powers | series x<16> | sympy+spread
+    form (regimes(sympy+sigmoid+rules+spread powers | series x<16> | sympy+spread
         powers+rules(expm1) | distribute+absorb exp | sympy+sigmoid+rules+spread powers)):
         (-inf, -700.0): exp(x)/x - (exp(x) - 1)/x**2; [-700.0, -0.89): (((x*sigmoid(x) -
-        tanh(x/2))/sigmoid(-x))*1/x)*1/x; [-0.89, 0.69347097):
+        tanh(x/2))/sigmoid(-x))*1/x)*1/x; [-0.89, 0.6934709548950195]:
         x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x/22230464256000 + 1/1394852659200) +
         1/93405312000) + 1/6706022400) + 1/518918400) + 1/43545600) + 1/3991680) + 1/403200) +
-        1/45360) + 1/5760) + 1/840) + 1/144) + 1/30) + 1/8) + 1/3) + 1/2; [0.69347097, 88.8):
-        ((-expm1(x))*1/x)*1/x + exp(x)/x; [88.8, 91.22818): exp(x - log(Abs(x)))/sign(x) - exp(x
-        - 2*log(Abs(x)))/sign(x)**2 + x**(-2); [91.22818, 700.0]: (((x*sigmoid(x) -
-        tanh(x/2))/sigmoid(-x))*1/x)*1/x; (700.0, inf): exp(x)/x - (exp(x) - 1)/x**2
-    float32 form (regimes float32(sympy+sigmoid+rules+spread powers | series x<16> |
-        sympy+spread powers+rules(expm1) | sympy+sigmoid+log-sigmoid+absorb exp)): (-inf,
-        -700.0): exp(x)/x - (exp(x) - 1)/x**2; [-700.0, -2.3): (((x*sigmoid(x) -
-        tanh(x/2))/sigmoid(-x))*1/x)*1/x; [-2.3, 0.696):
-        x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x/22230464256000 + 1/1394852659200) +
-        1/93405312000) + 1/6706022400) + 1/518918400) + 1/43545600) + 1/3991680) + 1/403200) +
-        1/45360) + 1/5760) + 1/840) + 1/144) + 1/30) + 1/8) + 1/3) + 1/2; [0.696, 88.4):
-        ((-expm1(x))*1/x)*1/x + exp(x)/x; [88.4, 700.0]: sign(-tanh(x/2) +
-        sign(x)*exp(log(Abs(x)) - softplus(-x)))*exp(-2*log(Abs(x)) + log(Abs(-tanh(x/2) +
-        sign(x)*exp(log(Abs(x)) - softplus(-x)))) + softplus(x))/sign(x)**2; (700.0, inf):
-        exp(x)/x - (exp(x) - 1)/x**2
+        1/45360) + 1/5760) + 1/840) + 1/144) + 1/30) + 1/8) + 1/3) + 1/2; (0.6934709548950195,
+        88.7): ((-expm1(x))*1/x)*1/x + exp(x)/x; [88.7, 91.22817993164062]: exp(x -
+        log(Abs(x)))/sign(x) - exp(x - 2*log(Abs(x)))/sign(x)**2 + x**(-2); (91.22817993164062,
+        700.0]: (((x*sigmoid(x) - tanh(x/2))/sigmoid(-x))*1/x)*1/x; (700.0, inf): exp(x)/x -
+        (exp(x) - 1)/x**2
     measured float32 mean 0.11 / p99 1.6 bits, float64 mean 0.12 / p99 1.6 bits
     """
-    if x.dtype == torch.float32:
-        v0 = torch.exp(x)
-        v1 = torch.div(v0, x)
-        v2 = torch.sub(v0, 1.0)
-        v3 = torch.square(x)
-        v4 = torch.div(v2, v3)
-        v5 = torch.sub(v1, v4)
-        v6 = torch.sigmoid(x)
-        v7 = torch.mul(x, v6)
-        v8 = torch.mul(x, 0.5)
-        v9 = torch.tanh(v8)
-        v10 = torch.sub(v7, v9)
-        v11 = torch.neg(x)
-        v12 = torch.sigmoid(v11)
-        v13 = torch.div(v10, v12)
-        v14 = 1.0 / x
-        v15 = torch.mul(v13, v14)
-        v16 = torch.mul(v15, v14)
-        v17 = torch.mul(x, 4.498331606952833e-14)
-        v18 = torch.add(v17, 7.169215998581078e-13)
-        v19 = torch.mul(x, v18)
-        v20 = torch.add(v19, 1.0706029224547743e-11)
-        v21 = torch.mul(x, v20)
-        v22 = torch.add(v21, 1.4911969277048643e-10)
-        v23 = torch.mul(x, v22)
-        v24 = torch.add(v23, 1.9270852604185937e-09)
-        v25 = torch.mul(x, v24)
-        v26 = torch.add(v25, 2.296443268665491e-08)
-        v27 = torch.mul(x, v26)
-        v28 = torch.add(v27, 2.505210838544172e-07)
-        v29 = torch.mul(x, v28)
-        v30 = torch.add(v29, 2.48015873015873e-06)
-        v31 = torch.mul(x, v30)
-        v32 = torch.add(v31, 2.2045855379188714e-05)
-        v33 = torch.mul(x, v32)
-        v34 = torch.add(v33, 0.00017361111111111112)
-        v35 = torch.mul(x, v34)
-        v36 = torch.add(v35, 0.0011904761904761906)
-        v37 = torch.mul(x, v36)
-        v38 = torch.add(v37, 0.006944444444444444)
-        v39 = torch.mul(x, v38)
-        v40 = torch.add(v39, 0.03333333333333333)
-        v41 = torch.mul(x, v40)
-        v42 = torch.add(v41, 0.125)
-        v43 = torch.mul(x, v42)
-        v44 = torch.add(v43, 0.3333333333333333)
-        v45 = torch.mul(x, v44)
-        v46 = torch.add(v45, 0.5)
-        v47 = torch.expm1(x)
-        v48 = torch.neg(v47)
-        v49 = torch.mul(v48, v14)
-        v50 = torch.mul(v49, v14)
-        v51 = torch.add(v1, v50)
-        v52 = torch.sign(x)
-        v53 = torch.abs(x)
-        v54 = torch.log(v53)
-        v55 = _softplus(v11)
-        v56 = torch.sub(v54, v55)
-        v57 = torch.exp(v56)
-        v58 = torch.mul(v52, v57)
-        v59 = torch.sub(v58, v9)
-        v60 = torch.sign(v59)
-        v61 = torch.abs(v59)
-        v62 = torch.log(v61)
-        v63 = _softplus(x)
-        v64 = torch.add(v62, v63)
-        v65 = torch.mul(v54, 2.0)
-        v66 = torch.sub(v64, v65)
-        v67 = torch.exp(v66)
-        v68 = torch.mul(v60, v67)
-        v69 = torch.square(v52)
-        v70 = torch.div(v68, v69)
-        v71 = torch.where(x <= 700.0, v70, v5)
-        v72 = torch.where(x < 88.4, v51, v71)
-        v73 = torch.where(x < 0.696, v46, v72)
-        v74 = torch.where(x < -2.3, v16, v73)
-        d_x = torch.where(x < -700.0, v5, v74)
-        return d_x
     v0 = torch.exp(x)
     v1 = torch.div(v0, x)
     v2 = torch.sub(v0, 1.0)
@@ -358,9 +213,9 @@ def _exprel_d_x(x):
     v64 = torch.div(v62, v63)
     v65 = torch.sub(v59, v64)
     v66 = torch.where(x <= 700.0, v16, v5)
-    v67 = torch.where(x < 91.22818, v65, v66)
-    v68 = torch.where(x < 88.8, v51, v67)
-    v69 = torch.where(x < 0.69347097, v46, v68)
+    v67 = torch.where(x <= 91.22817993164062, v65, v66)
+    v68 = torch.where(x < 88.7, v51, v67)
+    v69 = torch.where(x <= 0.6934709548950195, v46, v68)
     v70 = torch.where(x < -0.89, v16, v69)
     d_x = torch.where(x < -700.0, v5, v70)
     return d_x
@@ -370,150 +225,21 @@ def _exprel_d_xx(x):
     """f'' of exprel (the last custom order: autodiff beyond it differentiates this form).
 
     f'' = exp(x)/x - 2*exp(x)/x**2 + 2*(exp(x) - 1)/x**3
-    float64 form (regimes(cancel+spread powers+rules(expm1) | series x<16> | sympy+spread
+    form (regimes(cancel+spread powers+rules(expm1) | series x<16> | sympy+spread
         powers+rules(expm1) | distribute+absorb exp | sympy+sigmoid+rules(sigmoid_complement))):
         (-inf, -700.0): exp(x)/x - 2*exp(x)/x**2 + 2*(exp(x) - 1)/x**3; [-700.0, -0.85):
         (((-2*x*exp(x) + x*(x*exp(x)) + 2*expm1(x))*1/x)*1/x)*1/x; [-0.85, 0.88192993):
         x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x/23538138624000 + 1/1482030950400) +
         1/99632332800) + 1/7185024000) + 1/558835200) + 1/47174400) + 1/4354560) + 1/443520) +
-        1/50400) + 1/6480) + 1/960) + 1/168) + 1/36) + 1/10) + 1/4) + 1/3; [0.88192993, 88.4):
-        (((2*expm1(x))*1/x)*1/x)*1/x + ((-2*exp(x))*1/x)*1/x + exp(x)/x; [88.4, 91.22818): exp(x
-        - log(Abs(x)))/sign(x) - exp(x - 2*log(Abs(x)) + log(2))/sign(x)**2 + exp(x -
-        3*log(Abs(x)) + log(2))/sign(x)**3 - 2/x**3; [91.22818, 700.0]: (x**2*sigmoid(x) -
-        2*x*sigmoid(x) + 2*tanh(x/2))/(x**3*sigmoid(-x)); (700.0, inf): exp(x)/x - 2*exp(x)/x**2
-        + 2*(exp(x) - 1)/x**3
-    float32 form (regimes float32(sympy+sigmoid+rules+spread powers | series x<16> |
-        sympy+spread powers+rules(expm1) | collect exp+absorb exp)): (-inf, -700.0): exp(x)/x -
-        2*exp(x)/x**2 + 2*(exp(x) - 1)/x**3; [-700.0, -2.562011): ((((-2*x*sigmoid(x) +
-        x*(x*sigmoid(x)) + 2*tanh(x/2))/sigmoid(-x))*1/x)*1/x)*1/x; [-2.562011, 0.88):
-        x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x*(x/23538138624000 + 1/1482030950400) +
-        1/99632332800) + 1/7185024000) + 1/558835200) + 1/47174400) + 1/4354560) + 1/443520) +
-        1/50400) + 1/6480) + 1/960) + 1/168) + 1/36) + 1/10) + 1/4) + 1/3; [0.88, 88.4):
-        (((2*expm1(x))*1/x)*1/x)*1/x + ((-2*exp(x))*1/x)*1/x + exp(x)/x; [88.4, 700.0]:
-        sign(x**2 - 2*x + 2)*exp(x - 3*log(Abs(x)) + log(Abs(x**2 - 2*x + 2)))/sign(x)**3 -
-        2/x**3; (700.0, inf): exp(x)/x - 2*exp(x)/x**2 + 2*(exp(x) - 1)/x**3
+        1/50400) + 1/6480) + 1/960) + 1/168) + 1/36) + 1/10) + 1/4) + 1/3; [0.88192993, 88.027):
+        (((2*expm1(x))*1/x)*1/x)*1/x + ((-2*exp(x))*1/x)*1/x + exp(x)/x; [88.027,
+        91.22817993164062]: exp(x - log(Abs(x)))/sign(x) - exp(x - 2*log(Abs(x)) +
+        log(2))/sign(x)**2 + exp(x - 3*log(Abs(x)) + log(2))/sign(x)**3 - 2/x**3;
+        (91.22817993164062, 700.0]: (x**2*sigmoid(x) - 2*x*sigmoid(x) +
+        2*tanh(x/2))/(x**3*sigmoid(-x)); (700.0, inf): exp(x)/x - 2*exp(x)/x**2 + 2*(exp(x) -
+        1)/x**3
     measured float32 mean 0.28 / p99 2.0 bits, float64 mean 0.26 / p99 2.0 bits
     """
-    if x.dtype == torch.float32:
-        v0 = torch.clamp(x, max=-700.0)
-        v1 = torch.exp(v0)
-        v2 = torch.sub(v1, 1.0)
-        v3 = torch.mul(v2, 2.0)
-        v4 = torch.mul(v0, v0)
-        v5 = torch.mul(v4, v0)
-        v6 = torch.div(v3, v5)
-        v7 = torch.div(v1, v0)
-        v8 = torch.add(v6, v7)
-        v9 = torch.mul(v1, 2.0)
-        v10 = torch.square(v0)
-        v11 = torch.div(v9, v10)
-        v12 = torch.sub(v8, v11)
-        v13 = torch.clamp(x, -700.0, -2.562011)
-        v14 = torch.sigmoid(v13)
-        v15 = torch.mul(v13, v14)
-        v16 = torch.mul(v13, v15)
-        v17 = torch.mul(v13, 0.5)
-        v18 = torch.tanh(v17)
-        v19 = torch.mul(v18, 2.0)
-        v20 = torch.add(v16, v19)
-        v21 = torch.mul(v13, 2.0)
-        v22 = torch.mul(v21, v14)
-        v23 = torch.sub(v20, v22)
-        v24 = torch.neg(v13)
-        v25 = torch.sigmoid(v24)
-        v26 = torch.div(v23, v25)
-        v27 = 1.0 / v13
-        v28 = torch.mul(v26, v27)
-        v29 = torch.mul(v28, v27)
-        v30 = torch.mul(v29, v27)
-        v31 = torch.clamp(x, -2.562011, 0.88)
-        v32 = torch.mul(v31, 4.2484242954554536e-14)
-        v33 = torch.add(v32, 6.74749741042925e-13)
-        v34 = torch.mul(v31, v33)
-        v35 = torch.add(v34, 1.0036902398013508e-11)
-        v36 = torch.mul(v31, v35)
-        v37 = torch.add(v36, 1.3917837991912066e-10)
-        v38 = torch.mul(v31, v37)
-        v39 = torch.add(v38, 1.789436313245837e-09)
-        v40 = torch.mul(v31, v39)
-        v41 = torch.add(v40, 2.1197937864604532e-08)
-        v42 = torch.mul(v31, v41)
-        v43 = torch.add(v42, 2.296443268665491e-07)
-        v44 = torch.mul(v31, v43)
-        v45 = torch.add(v44, 2.2546897546897547e-06)
-        v46 = torch.mul(v31, v45)
-        v47 = torch.add(v46, 1.984126984126984e-05)
-        v48 = torch.mul(v31, v47)
-        v49 = torch.add(v48, 0.00015432098765432098)
-        v50 = torch.mul(v31, v49)
-        v51 = torch.add(v50, 0.0010416666666666667)
-        v52 = torch.mul(v31, v51)
-        v53 = torch.add(v52, 0.005952380952380952)
-        v54 = torch.mul(v31, v53)
-        v55 = torch.add(v54, 0.027777777777777776)
-        v56 = torch.mul(v31, v55)
-        v57 = torch.add(v56, 0.1)
-        v58 = torch.mul(v31, v57)
-        v59 = torch.add(v58, 0.25)
-        v60 = torch.mul(v31, v59)
-        v61 = torch.add(v60, 0.3333333333333333)
-        v62 = torch.clamp(x, 0.88, 88.4)
-        v63 = torch.exp(v62)
-        v64 = torch.div(v63, v62)
-        v65 = torch.expm1(v62)
-        v66 = torch.mul(v65, 2.0)
-        v67 = 1.0 / v62
-        v68 = torch.mul(v66, v67)
-        v69 = torch.mul(v68, v67)
-        v70 = torch.mul(v69, v67)
-        v71 = torch.add(v64, v70)
-        v72 = torch.mul(v63, 2.0)
-        v73 = torch.neg(v72)
-        v74 = torch.mul(v73, v67)
-        v75 = torch.mul(v74, v67)
-        v76 = torch.add(v71, v75)
-        v77 = torch.clamp(x, 88.4, 700.0)
-        v78 = torch.square(v77)
-        v79 = torch.add(v78, 2.0)
-        v80 = torch.mul(v77, 2.0)
-        v81 = torch.sub(v79, v80)
-        v82 = torch.sign(v81)
-        v83 = torch.abs(v81)
-        v84 = torch.log(v83)
-        v85 = torch.add(v77, v84)
-        v86 = torch.abs(v77)
-        v87 = torch.log(v86)
-        v88 = torch.mul(v87, 3.0)
-        v89 = torch.sub(v85, v88)
-        v90 = torch.exp(v89)
-        v91 = torch.mul(v82, v90)
-        v92 = torch.sign(v77)
-        v93 = torch.mul(v92, v92)
-        v94 = torch.mul(v93, v92)
-        v95 = torch.div(v91, v94)
-        v96 = torch.mul(v77, v77)
-        v97 = torch.mul(v96, v77)
-        v98 = 2.0 / v97
-        v99 = torch.sub(v95, v98)
-        v100 = torch.clamp(x, min=700.0)
-        v101 = torch.exp(v100)
-        v102 = torch.sub(v101, 1.0)
-        v103 = torch.mul(v102, 2.0)
-        v104 = torch.mul(v100, v100)
-        v105 = torch.mul(v104, v100)
-        v106 = torch.div(v103, v105)
-        v107 = torch.div(v101, v100)
-        v108 = torch.add(v106, v107)
-        v109 = torch.mul(v101, 2.0)
-        v110 = torch.square(v100)
-        v111 = torch.div(v109, v110)
-        v112 = torch.sub(v108, v111)
-        v113 = torch.where(x <= 700.0, v99, v112)
-        v114 = torch.where(x < 88.4, v76, v113)
-        v115 = torch.where(x < 0.88, v61, v114)
-        v116 = torch.where(x < -2.562011, v30, v115)
-        d_xx = torch.where(x < -700.0, v12, v116)
-        return d_xx
     v0 = torch.clamp(x, max=-700.0)
     v1 = torch.exp(v0)
     v2 = torch.sub(v1, 1.0)
@@ -572,7 +298,7 @@ def _exprel_d_xx(x):
     v55 = torch.add(v54, 0.25)
     v56 = torch.mul(v27, v55)
     v57 = torch.add(v56, 0.3333333333333333)
-    v58 = torch.clamp(x, 0.88192993, 88.4)
+    v58 = torch.clamp(x, 0.88192993, 88.027)
     v59 = torch.exp(v58)
     v60 = torch.div(v59, v58)
     v61 = torch.expm1(v58)
@@ -587,7 +313,7 @@ def _exprel_d_xx(x):
     v70 = torch.mul(v69, v63)
     v71 = torch.mul(v70, v63)
     v72 = torch.add(v67, v71)
-    v73 = torch.clamp(x, 88.4, 91.22818)
+    v73 = torch.clamp(x, 88.027, 91.22817993164062)
     v74 = torch.add(v73, 0.6931471805599453)
     v75 = torch.abs(v73)
     v76 = torch.log(v75)
@@ -612,7 +338,7 @@ def _exprel_d_xx(x):
     v95 = torch.square(v80)
     v96 = torch.div(v94, v95)
     v97 = torch.sub(v91, v96)
-    v98 = torch.clamp(x, 91.22818, 700.0)
+    v98 = torch.clamp(x, 91.22817993164062, 700.0)
     v99 = torch.square(v98)
     v100 = torch.sigmoid(v98)
     v101 = torch.mul(v99, v100)
@@ -643,8 +369,8 @@ def _exprel_d_xx(x):
     v126 = torch.div(v124, v125)
     v127 = torch.sub(v123, v126)
     v128 = torch.where(x <= 700.0, v114, v127)
-    v129 = torch.where(x < 91.22818, v97, v128)
-    v130 = torch.where(x < 88.4, v72, v129)
+    v129 = torch.where(x <= 91.22817993164062, v97, v128)
+    v130 = torch.where(x < 88.027, v72, v129)
     v131 = torch.where(x < 0.88192993, v57, v130)
     v132 = torch.where(x < -0.85, v26, v131)
     d_xx = torch.where(x < -700.0, v12, v132)

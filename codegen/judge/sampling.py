@@ -3,7 +3,8 @@
 In: a domain per arg and a dtype name. Out: `sample_points`, a fixed-seed sample of the
 domain in that dtype (special values, the domain's edges and their neighbours, and draws
 uniform in the floats' bit patterns, never subnormal: TensorFlow flushes those to 0 on
-CPU), and `ordinal`, the integer order of floats that `accuracy` counts ulps in.
+CPU), `ordinal`, the integer order of floats that `accuracy` counts ulps in, and its inverse
+`from_ordinal`.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ def ordinal(values: np.ndarray) -> np.ndarray:
     return np.where(bits < 0, -(bits & (2 ** (63 if wide else 31) - 1)), bits)
 
 
-def _from_ordinal(ords: np.ndarray, dtype: str) -> np.ndarray:
+def from_ordinal(ords: np.ndarray, dtype: str) -> np.ndarray:
     if dtype == "float32":
         return np.where(ords < 0, -ords | 2**31, ords).astype(np.uint32).view(np.float32)
     return np.where(ords < 0, -ords | np.int64(-(2**63)), ords).astype(np.int64).view(np.float64)
@@ -70,7 +71,7 @@ def _draw_1d(lo: float, hi: float, dtype: str, k: int, rng: np.random.Generator)
         return np.empty(0, dtype)
 
     def bit_patterns(size):
-        v = _from_ordinal(rng.integers(span[0], span[1], size=size, endpoint=True), dtype)
+        v = from_ordinal(rng.integers(span[0], span[1], size=size, endpoint=True), dtype)
         return v[(v == 0) | (np.abs(v) >= tiny)]
 
     def log_uniform(size):

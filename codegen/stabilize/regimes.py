@@ -40,6 +40,7 @@ MAX_FORMS = 8
 class RegimeChoice:
     label: str
     form: Regimes
+    gaps: tuple[tuple[float, float], ...] = ()  # per bound, the samples it lies between
 
 
 def _merged(
@@ -50,7 +51,7 @@ def _merged(
     xs, costs, groups = [], [], []
     for group, (dtype, pts) in enumerate(points.items()):
         xs.append(coordinate(pts))
-        rows = [_cost(bits[label][dtype]) for label in labels]
+        rows = [regime_cost(bits[label][dtype]) for label in labels]
         costs.append(np.stack(rows))
         groups.append(np.full(len(pts), group))
     x = np.concatenate(xs)
@@ -77,7 +78,8 @@ def _column(points: np.ndarray, column: int) -> np.ndarray:
     return points[:, column].astype(np.float64)
 
 
-def _cost(bits: np.ndarray) -> np.ndarray:
+def regime_cost(bits: np.ndarray) -> np.ndarray:
+    """Bits of error as regimes count them: NaN (no exact value) and a few ulps cost 0."""
     bits = np.nan_to_num(bits, nan=0.0)
     return np.where(bits > COST_FLOOR, bits, 0.0)
 
@@ -122,31 +124,46 @@ def _running_argmin(values: np.ndarray) -> np.ndarray:
 
 
 def simplest_between(lo: float, hi: float) -> float:
-    """The simplest float in (lo, hi]: 0, then ± a power of two, then the shortest decimal."""
-    if lo < 0.0 <= hi:
-        return 0.0
-    sign = 1.0 if hi > 0 else -1.0
-    a, b = sorted((abs(lo), abs(hi)))
-    if math.isfinite(b) and b > 0:
-        power = math.ldexp(1.0, min(math.floor(math.log2(b)), 1023))
-        if a < power <= b and (lo < sign * power <= hi):
-            return sign * power
-    for digits in range(1, 18):
-        value = float(f"{hi:.{digits}g}")
-        if lo < value <= hi:
+    """The simplest float in (lo, hi]: 0, then ± a power of two, then the shortest decimal;
+    the simplest whose float32 rounding lies in (lo, hi] too where there is one, so that the
+    bound splits float32 inputs where it splits float64 ones."""
+    fits = [value for value in _simplest_first(lo, hi) if lo < value <= hi]
+    for value in fits:
+        if lo < _in_float32(value) <= hi:
             return value
-    return hi
+    return fits[0] if fits else hi
+
+
+def _simplest_first(lo: float, hi: float):
+    """Candidates for `simplest_between`, simplest first, some outside (lo, hi]."""
+    if lo < 0.0 <= hi:
+        yield 0.0
+    sign = 1.0 if hi > 0 else -1.0
+    b = max(abs(lo), abs(hi))
+    if math.isfinite(b) and b > 0:
+        yield sign * math.ldexp(1.0, min(math.floor(math.log2(b)), 1023))
+    for digits in range(1, 18):
+        yield float(f"{hi:.{digits}g}")
+    yield hi
+
+
+def _in_float32(value: float) -> float:
+    """`value` as a float32 constant compares on CPU, where TensorFlow flushes subnormals."""
+    with np.errstate(over="ignore"):
+        rounded = float(np.float32(value))
+    return rounded if abs(rounded) >= np.finfo(np.float32).tiny else 0.0
 
 
 def _split(lo: float, hi: float) -> tuple[float, bool]:
     """(bound, closed) for a split between neighbouring samples lo < hi.
 
-    Between 0 and a positive value below float32's smallest normal no threshold survives
-    conversion to float32 (it rounds to 0), so the split becomes `x <= 0` instead.
+    Where no threshold in (lo, hi] rounds into (lo, hi] in float32 (a float32 sample `lo` and
+    a float64 sample less than half a float32 ulp above it, or 0 and a positive value below
+    float32's smallest normal), the split is `x <= lo` instead: float32 compares exactly there.
     """
     bound = simplest_between(lo, hi)
-    if lo == 0.0 and 0.0 < bound < float(np.finfo(np.float32).tiny):
-        return 0.0, True
+    if not lo < _in_float32(bound) <= hi and _in_float32(lo) == lo:
+        return lo, True
     return bound, False
 
 
@@ -158,7 +175,7 @@ def useful_labels(ranked, bits: dict, points: dict, most: int = 0) -> list[str]:
     most = most or MAX_FORMS
     labels, costs = [], []
     for candidate in ranked:
-        cost = np.concatenate([_cost(bits[candidate.label][d]) for d in points])
+        cost = np.concatenate([regime_cost(bits[candidate.label][d]) for d in points])
         if any((cost >= other).all() for other in costs):
             continue
         labels.append(candidate.label)
@@ -172,7 +189,9 @@ def complementary_labels(ranked, bits: dict, points: dict, most: int) -> list[st
     """Up to `most` labels, greedily: the best ranked first, then each time the form that
     lowers the summed cost of the best form per point the most (none once no form lowers
     it): forms that are accurate where the others are not, not near-copies of one form."""
-    costs = {c.label: np.concatenate([_cost(bits[c.label][d]) for d in points]) for c in ranked}
+    costs = {
+        c.label: np.concatenate([regime_cost(bits[c.label][d]) for d in points]) for c in ranked
+    }
     if not costs:
         return []
     labels = [ranked[0].label]
@@ -212,11 +231,12 @@ def best_regimes(
         merged.append((start, form))
     if len(merged) < 2 and not labels[merged[0][1]].startswith("series"):
         return None  # one closed form everywhere is no regime; one series needs a domain
-    splits = [_split(x[start - 1], x[start]) for start, _ in merged[1:]]
+    gaps = tuple((float(x[start - 1]), float(x[start])) for start, _ in merged[1:])
+    splits = [_split(below, above) for below, above in gaps]
     chosen = tuple(forms[labels[form]] for _, form in merged)
     label = " | ".join(labels[form] for _, form in merged)
     bounds, closed = tuple(b for b, _ in splits), tuple(c for _, c in splits)
-    return RegimeChoice(label, Regimes(arg, bounds, chosen, closed))
+    return RegimeChoice(label, Regimes(arg, bounds, chosen, closed), gaps)
 
 
 def regime_columns(spec, partial) -> list[int]:

@@ -25,7 +25,7 @@ from codegen.front.functions import hypot
 from codegen.front.spec import Spec
 from codegen.stabilize.lines import line_difference, line_series
 from codegen.stabilize.measuring import P99_ROOM_BITS, Candidate, Samples, measured
-from codegen.stabilize.per_dtype import dtype_regimes
+from codegen.stabilize.per_dtype import DTYPES, dtype_regimes
 from codegen.stabilize.refinements import (
     compensated_forms,
     halved_versions,
@@ -36,6 +36,7 @@ from codegen.stabilize.refinements import (
 )
 from codegen.stabilize.regimes import best_regimes, needs_regimes, outside_domain, regime_columns
 from codegen.stabilize.split_on import coordinate, split_expressions, within_domain
+from codegen.stabilize.thresholds import placed
 from codegen.timebound import charged, time_left
 
 PROMISE_KEYS = 4  # the rank's leading keys that count broken promises, not finer accuracy
@@ -142,7 +143,8 @@ def _with_regimes(search: Search, split: Split, best: Candidate, record: Measure
     found = [("", joint)] if joint is not None else []
     on = "" if split.alone else f" in {arg}"
     for dtype, regimes in [*found, *per_dtype]:
-        form = outside_domain(regimes.form, domain, partial.expr)
+        form = _placed(search, regimes, dtype) if split.alone else regimes.form
+        form = outside_domain(form, domain, partial.expr)
         label = f"regimes{on}{f' {dtype}' if dtype else ''}({regimes.label})"
         candidate, per_point = measured(label, form, spec, samples, search.promoted)
         record.tried.append(candidate)
@@ -151,6 +153,14 @@ def _with_regimes(search: Search, split: Split, best: Candidate, record: Measure
     if joint is None:
         return best
     return _fixes_more(record.tried[-1 - len(per_dtype)], best)
+
+
+def _placed(search: Search, regimes, dtype: str):
+    """The regimes of a one-arg partial with each bound placed by measurement between the
+    samples that bracket it (`thresholds`), for `dtype` alone or (empty) for both."""
+    dtypes = (dtype,) if dtype else DTYPES
+    spec, exact = search.spec, search.partial.expr
+    return placed(regimes.form, regimes.gaps, spec, exact, dtypes, search.promoted)
 
 
 def _fixes_more(piecewise: Candidate, best: Candidate) -> Candidate:
