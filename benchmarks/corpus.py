@@ -5,7 +5,8 @@ params, the failure kind 1-8 it exercises, why). Out: a table on stdout, per exp
 in total: does the hogen op keep DESIGN's promise at orders 0-2, float32 and float64
 (mean <= 1.5 bits, p99 <= 8 bits, no failures, against the exact reference), does TF
 autodiff of the naive expression, the build's CPU time (one core, so
-load does not inflate it), and why not when it does not.
+load does not inflate it) with an empty reference cache of its own (a user's first build:
+every exact reference computed), and why not when it does not.
 With `--json PATH`, the same as data. Nothing in the repository is written: each spec is
 built into a temporary folder.
 
@@ -92,6 +93,7 @@ def run_one(entry: dict, samples: int, timeout: float, paths: str) -> dict:
         cmd = [sys.executable, __file__, "--child", str(spec_path), tmp, str(samples), str(status)]
         cmd.append(paths)
         env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONHASHSEED": "0"}
+        env["HOGEN_CACHE"] = str(Path(tmp) / "cache")  # cold: nothing from earlier runs
         start = time.perf_counter()
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)

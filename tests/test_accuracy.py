@@ -194,6 +194,16 @@ def test_powers_and_overflow():
     assert ref1(sp.exp(sp.exp(x)), 20.0) == math.inf  # exp of 4.9e8
 
 
+def test_integer_powers_of_a_ball_around_zero():
+    """log(1 + exp(-20000)) = 1e-8686 is a ball around 0 at any precision the reference
+    tries; its square is below float64's smallest subnormal, not NaN (python-flint's own **
+    answers NaN there). Two args, so no SymPy limit stands in for the value."""
+    square = y * sp.log(1 + sp.exp(x)) ** 2
+    assert reference(square, (x, y), np.array([[-20000.0, 1.0]]), "float64")[0] == 0.0
+    cube = y * sp.log(1 + sp.exp(x)) ** sp.Rational(3, 1) / (1 + x**2)
+    assert reference(cube, (x, y), np.array([[-20000.0, -1.0]]), "float32")[0] == 0.0
+
+
 def test_float32_rounding_is_not_double_rounding():
     # 1 + 2^-24 is halfway between the float32s 1 and 1 + 2^-23; a hair above it rounds up.
     q = Fraction(1) + Fraction(1, 2**24) + Fraction(1, 2**80)

@@ -174,14 +174,29 @@ class _Program:
     root: int
 
 
+def _integer_power(u, k: int):
+    """u**k. python-flint answers NaN for a ball that contains 0 (it takes exp(k log u)), so
+    there the power is taken by squaring: tanh(s)**2 at s = [+/- 1e-4932] is tiny, not NaN."""
+    if k < 0:
+        return 1 / _integer_power(u, -k)
+    if k == 0 or u > 0 or u < 0:
+        return u**k
+    out, base = flint.arb(1), abs(u) if k % 2 == 0 else u
+    while k:
+        out, base, k = (out * base if k & 1 else out), base * base, k >> 1
+    return out
+
+
 def _pow_op(base: int, e: sp.Expr, visit) -> _Op:
     if e.is_Integer:
         k = int(e)
-        return _Op(lambda u: u**k, (base,))
+        return _Op(lambda u: _integer_power(u, k), (base,))
     if e.is_Rational:
         p, q = int(e.p), int(e.q)
         return _Op(
-            lambda u: (u.sqrt() if q == 2 else u.root(q)) ** p, (base,), outside=lambda u: u < 0
+            lambda u: _integer_power(u.sqrt() if q == 2 else u.root(q), p),
+            (base,),
+            outside=lambda u: u < 0,
         )
     return _Op(
         lambda u, v: (v * u.log()).exp(),

@@ -143,7 +143,7 @@ def _with_regimes(search: Search, split: Split, best: Candidate, record: Measure
     found = [("", joint)] if joint is not None else []
     on = "" if split.alone else f" in {arg}"
     for dtype, regimes in [*found, *per_dtype]:
-        form = _placed(search, regimes, dtype) if split.alone else regimes.form
+        form = _placed(search, regimes, column, dtype) if split.alone else regimes.form
         form = outside_domain(form, domain, partial.expr)
         label = f"regimes{on}{f' {dtype}' if dtype else ''}({regimes.label})"
         candidate, per_point = measured(label, form, spec, samples, search.promoted)
@@ -155,12 +155,12 @@ def _with_regimes(search: Search, split: Split, best: Candidate, record: Measure
     return _fixes_more(record.tried[-1 - len(per_dtype)], best)
 
 
-def _placed(search: Search, regimes, dtype: str):
-    """The regimes of a one-arg partial with each bound placed by measurement between the
-    samples that bracket it (`thresholds`), for `dtype` alone or (empty) for both."""
+def _placed(search: Search, regimes, column: int, dtype: str):
+    """The regimes of a partial of one arg (`column`) with each bound placed by measurement
+    between the samples that bracket it (`thresholds`), for `dtype` alone or (empty) for both."""
     dtypes = (dtype,) if dtype else DTYPES
     spec, exact = search.spec, search.partial.expr
-    return placed(regimes.form, regimes.gaps, spec, exact, dtypes, search.promoted)
+    return placed(regimes.form, regimes.gaps, spec, exact, column, dtypes, search.promoted)
 
 
 def _fixes_more(piecewise: Candidate, best: Candidate) -> Candidate:

@@ -36,16 +36,19 @@ GROSS_BITS = 2 * accuracy.P99_LIMIT  # errors a bound is moved for
 SAME = 1e-9  # totals of bits this close are equal (sums of the same terms, in another order)
 
 
-def placed(form: Regimes, gaps, spec, exact_expr, dtypes, promoted: bool) -> Regimes:
-    """`form` with each open bound placed by the errors of its two forms at probes between the
-    samples in `gaps` (one (below, above) per bound), summed over `dtypes`."""
+def placed(form: Regimes, gaps, spec, exact_expr, column: int, dtypes, promoted: bool) -> Regimes:
+    """`form` with each open bound placed by the errors of its two forms at probes of arg
+    `column` between the samples in `gaps` (one (below, above) per bound), summed over
+    `dtypes`. The partial depends on that arg alone: the spec's other args are held at 1."""
     bounds = list(form.bounds)
     for i, (below, above) in enumerate(gaps):
         if form.is_closed(i):
             continue  # a split just above 0: no other threshold is representable
 
         def costs_at(probes, pair=form.forms[i : i + 2]):
-            return _costs(pair, probes, spec, exact_expr, dtypes, promoted)
+            return _costs(
+                pair, _points(probes, column, len(spec.args)), spec, exact_expr, dtypes, promoted
+            )
 
         bounds[i] = _placed_bound(bounds[i], below, above, costs_at)
     return replace(form, bounds=tuple(bounds))
@@ -133,13 +136,20 @@ def _gross(bits: np.ndarray) -> np.ndarray:
     return np.where(bits > GROSS_BITS, bits, 0.0)
 
 
-def _costs(pair, probes, spec, exact_expr, dtypes, promoted: bool) -> np.ndarray:
-    """Each form's bits over the promise's limit at `probes`, summed over `dtypes`."""
+def _points(probes: np.ndarray, column: int, n_args: int) -> np.ndarray:
+    """Rows of `n_args` args: `probes` in `column`, 1 in the others."""
+    rows = np.ones((probes.size, n_args))
+    rows[:, column] = probes
+    return rows
+
+
+def _costs(pair, rows, spec, exact_expr, dtypes, promoted: bool) -> np.ndarray:
+    """Each form's bits over the promise's limit at the points `rows`, summed over `dtypes`."""
     expr = exact_expr.subs(param_values(spec))
     biggest = float(np.finfo(np.float32).max)
     points = {
-        "float32": np.clip(probes, -biggest, biggest).astype(np.float32).reshape(-1, 1),
-        "float64": probes.reshape(-1, 1),
+        "float32": np.clip(rows, -biggest, biggest).astype(np.float32),
+        "float64": rows,
     }
     cache = accuracy.default_cache_dir()
     exact = {
