@@ -6,7 +6,8 @@ in total: does the hogen op keep DESIGN's promise at orders 0-2, float32 and flo
 (mean <= 1.5 bits, p99 <= 8 bits, no failures, against the exact reference), does TF
 autodiff of the naive expression, the build's CPU time (one core, so
 load does not inflate it) with an empty reference cache of its own (a user's first build:
-every exact reference computed), and why not when it does not.
+every exact reference computed), the CPU time of the same build again with the cache it
+filled (a rebuild, as the pre-commit hook runs it), and why not when it does not.
 With `--json PATH`, the same as data. Nothing in the repository is written: each spec is
 built into a temporary folder.
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -58,19 +60,29 @@ def spec_text(entry: dict) -> str:
     return yaml.safe_dump(spec, sort_keys=False)
 
 
+REBUILD = "rebuild"  # the child's `paths` for a second build only, with the cache the first filled
+
+
 def child(spec_path: str, out_dir: str, samples: int, status_path: str, paths: str) -> None:
-    """In a child process: build (timed), write the status, then measure with TensorFlow."""
+    """In a child process: build (timed), write the status, then measure with TensorFlow; or,
+    with `paths` REBUILD, build again (timed) and compare the bytes with the first build's."""
     sys.path.insert(0, str(ROOT))
     status = Path(status_path)
     from codegen.front.spec import load_spec
     from codegen.pipeline import build
 
     spec = load_spec(spec_path)
+    module = Path(out_dir) / f"{spec.name}.py"
     start, cpu_start = time.perf_counter(), time.process_time()
     source = build(spec)
-    result = {"built": True, "build_s": time.process_time() - cpu_start}
-    result["build_wall_s"] = time.perf_counter() - start
-    (Path(out_dir) / f"{spec.name}.py").write_text(source, encoding="utf-8")
+    seconds, wall = time.process_time() - cpu_start, time.perf_counter() - start
+    if paths == REBUILD:
+        result = json.loads(status.read_text())
+        result.update(rebuild_s=seconds, rebuild_same=source == module.read_text("utf-8"))
+        status.write_text(json.dumps(result), encoding="utf-8")
+        return
+    result = {"built": True, "build_s": seconds, "build_wall_s": wall}
+    module.write_text(source, encoding="utf-8")
     status.write_text(json.dumps(result), encoding="utf-8")
     from codegen.measure.verify import verify_spec
 
@@ -85,26 +97,36 @@ def child(spec_path: str, out_dir: str, samples: int, status_path: str, paths: s
     status.write_text(json.dumps(result), encoding="utf-8")
 
 
+def _run_child(args: list[str], timeout: float, env: dict) -> str:
+    """Run this script as a child with `args`; the error it ended with, if any."""
+    cmd = [sys.executable, __file__, "--child", *args]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return f"timeout after {timeout:.0f} s"
+    return _last_line(proc.stderr) if proc.returncode else ""
+
+
 def run_one(entry: dict, samples: int, timeout: float, paths: str) -> dict:
     """Build and measure one entry in a child process; the row of the report."""
     with tempfile.TemporaryDirectory(prefix="hogen-corpus-") as tmp:
         spec_path, status = Path(tmp) / f"{entry['name']}.yaml", Path(tmp) / "status.json"
         spec_path.write_text(spec_text(entry), encoding="utf-8")
-        cmd = [sys.executable, __file__, "--child", str(spec_path), tmp, str(samples), str(status)]
-        cmd.append(paths)
+        args = [str(spec_path), tmp, str(samples), str(status)]
         env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONHASHSEED": "0"}
         env["HOGEN_CACHE"] = str(Path(tmp) / "cache")  # cold: nothing from earlier runs
         start = time.perf_counter()
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-            error = _last_line(proc.stderr) if proc.returncode else ""
-        except subprocess.TimeoutExpired:
-            error = f"timeout after {timeout:.0f} s"
+        error = _run_child([*args, paths], timeout, env)
+        if not error:
+            error = _run_child([*args, REBUILD], timeout, env)
         result = json.loads(status.read_text()) if status.exists() else {"built": False}
     result.setdefault("build_s", time.perf_counter() - start)
     row = {k: entry[k] for k in ("name", "part", "kind", "expr")}
     row.update(built=result["built"], build_s=round(result["build_s"], 2), error=error)
     row["build_wall_s"] = round(result.get("build_wall_s", result["build_s"]), 2)
+    row["rebuild_s"] = round(result.get("rebuild_s", math.nan), 2)
+    if not result.get("rebuild_same", True) and not error:
+        error = "the rebuild with a warm reference cache wrote other bytes"
     for tool in ("hogen", "autodiff"):
         got = result.get(tool, {"keeps": False, "broken": []})
         row[tool], row[f"{tool}_broken"] = got["keeps"], got["broken"]
@@ -122,14 +144,18 @@ def _why(row: dict) -> str:
     return " ".join(row["hogen_broken"][:3])
 
 
-HEADER = f"{'expression':26} {'part':7} {'kind':4} {'hogen':5} {'tf ad':5} {'build cpu s':>11}  why"
+HEADER = (
+    f"{'expression':26} {'part':7} {'kind':4} {'hogen':5} {'tf ad':5} {'build cpu s':>11} "
+    f"{'rebuild':>7}  why"
+)
 
 
 def row_line(r: dict) -> str:
     yes = {True: "yes", False: "NO"}
     return (
         f"{r['name']:26} {r['part']:7} {r['kind']:<4} {yes[r['hogen']]:5} "
-        f"{yes[r['autodiff']]:5} {r['build_s']:11.1f}  {'' if r['hogen'] else _why(r)}"
+        f"{yes[r['autodiff']]:5} {r['build_s']:11.1f} {r['rebuild_s']:7.1f}  "
+        f"{'' if r['hogen'] and not r['error'] else _why(r)}"
     )
 
 
@@ -141,14 +167,21 @@ def report(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def _median_max(times: list[float]) -> str:
+    times = [t for t in times if not math.isnan(t)]
+    if not times:
+        return "median - max -"
+    return f"median {statistics.median(times):.1f} max {max(times):.1f}"
+
+
 def _totals(part: str, rows: list[dict]) -> str:
-    times = [r["build_s"] for r in rows if r["built"]]
-    median = statistics.median(times) if times else float("nan")
+    built = [r for r in rows if r["built"]]
     return (
         f"{part}: hogen keeps the promise {sum(r['hogen'] for r in rows)}/{len(rows)}, "
         f"TF autodiff {sum(r['autodiff'] for r in rows)}/{len(rows)}, "
-        f"built {len(times)}/{len(rows)}, build CPU s median {median:.1f} max "
-        f"{max(times, default=float('nan')):.1f}"
+        f"built {len(built)}/{len(rows)}, build CPU s (cold cache) "
+        f"{_median_max([r['build_s'] for r in built])}, rebuild "
+        f"{_median_max([r['rebuild_s'] for r in built])}"
     )
 
 

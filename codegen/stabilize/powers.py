@@ -44,7 +44,12 @@ def _geometric(r: sp.Expr, k: int) -> sp.Expr:
 
 
 def difference_of_powers(
-    big: sp.Expr, small: sp.Expr, p: sp.Rational, c: sp.Expr, difference: sp.Expr
+    big: sp.Expr,
+    small: sp.Expr,
+    p: sp.Rational,
+    c: sp.Expr,
+    difference: sp.Expr,
+    cancelled_last: bool = False,
 ) -> sp.Expr:
     """c*(big**p - small**p), given `difference` = big - small expanded and cancelled, with
     the cancellation confined to it.
@@ -52,19 +57,28 @@ def difference_of_powers(
     For p > 0, (A - B) * A**(p - 1) * (c*Q(r)); for p < 0, -((A - B)/A) * (c*Q(r)) * B**p.
     c*Q(r) is bounded by c, so applying it between the other factors keeps every partial
     product in range where the result is. The power is a root to an integer power,
-    (B**(-1/2))**3, which `spread_forms` multiplies in one factor at a time."""
+    (B**(-1/2))**3, which `spread_forms` multiplies in one factor at a time.
+
+    `cancelled_last` multiplies c*Q(r) into the power first and A - B, a product of powers
+    `spread_forms` can take apart, into that: where (A - B)/A is near float64's smallest
+    normal, times c*Q(r) < 1 it is subnormal and flushed to 0 before the power > 1 would
+    bring it back (sqrt(x**2 + e)'s d/de at x = -7e-156, e = 0.002)."""
     m, n = abs(p.p), p.q
     r = sp.UnevaluatedExpr(small / sp.UnevaluatedExpr(big)) ** sp.Rational(1, n)
     ratio = sp.UnevaluatedExpr(c * _geometric(r, m) / sp.UnevaluatedExpr(_geometric(r, n)))
     if p > 0:  # A**(p - 1) = (A**(+-1/n))**|m - n|
         root = sp.UnevaluatedExpr(big ** sp.Rational(1 if m > n else -1, n))
+        if cancelled_last:
+            return difference * sp.UnevaluatedExpr(root ** abs(m - n) * ratio)
         return sp.UnevaluatedExpr(difference * root ** abs(m - n)) * ratio
     share = sp.UnevaluatedExpr(difference / sp.UnevaluatedExpr(big))
     root = sp.UnevaluatedExpr(small ** sp.Rational(-1, n))
+    if cancelled_last:
+        return -difference / sp.UnevaluatedExpr(big) * sp.UnevaluatedExpr(ratio * root**m)
     return -sp.UnevaluatedExpr(share * ratio) * root**m
 
 
-def _rewritten(node: sp.Expr) -> sp.Expr:
+def _rewritten(node: sp.Expr, cancelled_last: bool) -> sp.Expr:
     """`node`, a sum, with its first pair c*A**p - c*B**p written as above."""
     for first, second in itertools.combinations(node.args, 2):
         one, two = _power_term(first), _power_term(second)
@@ -76,18 +90,25 @@ def _rewritten(node: sp.Expr) -> sp.Expr:
         difference = sp.cancel(sp.expand(big - small))
         if sp.count_ops(difference) > max(sp.count_ops(big), sp.count_ops(small)):
             continue  # nothing cancels in A - B: the rewrite only costs
-        rest = node - first - second
+        rest, last = node - first - second, cancelled_last
         ordered = sp.Piecewise(
-            (difference_of_powers(big, small, p, c, difference), sp.Ge(difference, 0)),
-            (difference_of_powers(small, big, p, -c, -difference), True),
+            (difference_of_powers(big, small, p, c, difference, last), sp.Ge(difference, 0)),
+            (difference_of_powers(small, big, p, -c, -difference, last), True),
         )
         return rest + ordered
     return node
 
 
 def power_difference_forms(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
-    """expr with each cancelling difference of like fractional powers rewritten."""
+    """expr with each cancelling difference of like fractional powers rewritten, with the
+    cancelled factor multiplied in between and last (`difference_of_powers`)."""
     if not any(e.exp.is_Rational and not e.exp.is_Integer for e in expr.atoms(sp.Pow)):
         return []
-    form = expr.replace(lambda n: n.is_Add and len(n.args) >= 2, _rewritten)
-    return [] if form == expr else [("power difference", form)]
+    out = []
+    for label, last in (("power difference", False), ("power difference cancelled last", True)):
+        form = expr.replace(
+            lambda n: n.is_Add and len(n.args) >= 2, lambda n, k=last: _rewritten(n, k)
+        )
+        if form != expr:
+            out.append((label, form))
+    return out
