@@ -227,9 +227,9 @@ def _hypot_d_yy(x, y):
     """f_yy of hypot (the last custom order: autodiff beyond it differentiates this form).
 
     f_yy = -y**2/(x**2 + y**2)**(3/2) + 1/sqrt(x**2 + y**2)
-    form (factor+rules+hypot ratios balanced+limits at inf): x at -inf: 0; x in (-inf, inf):
-        ((x/hypot(x, y))/sqrt(hypot(x, y)))**2; x at inf: 0
-    measured float32 mean 0.67 / p99 2.3 bits, float64 mean 0.71 / p99 2.6 bits
+    form (reciprocal sum+paired powers+spread powers+rules(hypot)+limits at inf): x at -inf: 0;
+        x in (-inf, inf): (hypot(x, y) + (hypot(x, y)*(y/x))*(y/x))**(-1); x at inf: 0
+    measured float32 mean 0.25 / p99 1.6 bits, float64 mean 0.25 / p99 1.6 bits
     """
     v0 = tf.math.maximum(x, x.dtype.min)
     v1 = tf.math.minimum(v0, v0.dtype.max)
@@ -242,11 +242,11 @@ def _hypot_d_yy(x, y):
     v8 = tf.math.add(v7, 1.0)
     v9 = tf.math.sqrt(v8)
     v10 = tf.math.multiply(v4, v9)
-    v11 = tf.math.sqrt(v10)
-    v12 = -1.0 / tf.math.negative(v11)
-    v13 = tf.math.truediv(v1, v10)
-    v14 = tf.math.multiply(v12, v13)
-    v15 = tf.math.square(v14)
+    v11 = tf.math.truediv(y, v1)
+    v12 = tf.math.multiply(v10, v11)
+    v13 = tf.math.multiply(v12, v11)
+    v14 = tf.math.add(v13, v10)
+    v15 = -1.0 / tf.math.negative(v14)
     v16 = tf.where(tf.math.greater_equal(x, float("inf")), tf.constant(0.0, x.dtype), v15)
     d_yy = tf.where(tf.math.less_equal(x, float("-inf")), tf.constant(0.0, x.dtype), v16)
     return d_yy

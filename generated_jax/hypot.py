@@ -178,9 +178,9 @@ def _hypot_d_yy(x, y):
     """f_yy of hypot (the last custom order: autodiff beyond it differentiates this form).
 
     f_yy = -y**2/(x**2 + y**2)**(3/2) + 1/sqrt(x**2 + y**2)
-    form (factor+rules+hypot ratios balanced+limits at inf): x at -inf: 0; x in (-inf, inf):
-        ((x/hypot(x, y))/sqrt(hypot(x, y)))**2; x at inf: 0
-    measured float32 mean 0.67 / p99 2.3 bits, float64 mean 0.71 / p99 2.6 bits
+    form (reciprocal sum+paired powers+spread powers+rules(hypot)+limits at inf): x at -inf: 0;
+        x in (-inf, inf): (hypot(x, y) + (hypot(x, y)*(y/x))*(y/x))**(-1); x at inf: 0
+    measured float32 mean 0.25 / p99 1.6 bits, float64 mean 0.25 / p99 1.6 bits
     """
     v0 = jnp.maximum(x, jnp.finfo(x.dtype).min)
     v1 = jnp.minimum(v0, jnp.finfo(v0.dtype).max)
@@ -193,11 +193,11 @@ def _hypot_d_yy(x, y):
     v8 = jnp.add(v7, 1.0)
     v9 = jnp.sqrt(v8)
     v10 = jnp.multiply(v4, v9)
-    v11 = jnp.sqrt(v10)
-    v12 = 1.0 / v11
-    v13 = jnp.divide(v1, v10)
-    v14 = jnp.multiply(v12, v13)
-    v15 = jnp.square(v14)
+    v11 = jnp.divide(y, v1)
+    v12 = jnp.multiply(v10, v11)
+    v13 = jnp.multiply(v12, v11)
+    v14 = jnp.add(v13, v10)
+    v15 = 1.0 / v14
     v16 = jnp.where(x >= float("inf"), 0.0, v15)
     d_yy = jnp.where(x <= float("-inf"), 0.0, v16)
     return d_yy

@@ -246,6 +246,20 @@ def test_domain_of_an_arg_is_an_assumption_rewrites_may_use():
     assert not plain.keeps_promise()
 
 
+def test_an_arg_whose_domain_excludes_zero_is_positive_for_rewrites():
+    """log(x**2 + y**2) - 2*log(abs(x)) with x >= 1e-3: SymPy writes f_xx with
+    2*sign(x)**2/x**2, which no rewrite combines with the other terms over a common
+    denominator unless x is known positive (then sign(x) is 1)."""
+    from codegen.stabilize.selection import valid_candidates
+
+    spec = _spec("log(x**2 + y**2) - 2*log(abs(x))", "[x, y]", "domain: {x: [1e-3, inf]}\n")
+    f_xx = next(p for p in derive(spec).partials if p.index == (2, 0))
+    assert f_xx.expr.has(sp.sign)
+    forms = dict(valid_candidates(spec, f_xx))
+    assert "cancel" in forms and not forms["cancel"].has(sp.sign)
+    assert sp.Add.make_args(forms["cancel"]) == (forms["cancel"],)  # one fraction
+
+
 def test_regimes_split_one_arg_of_a_two_arg_partial():
     """x*exp(-x*y)'s f_y = -x**2*exp(-x*y): x**2 overflows where the product does not, and
     exp(-x*y) underflows where it does not; regimes on x alone pick the form per range.

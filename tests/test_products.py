@@ -8,7 +8,7 @@ import sympy as sp
 from codegen.front.functions import sigmoid
 from codegen.judge.numeric import run
 from codegen.lower import lower
-from codegen.stabilize.products import absorbed_forms, spread_forms
+from codegen.stabilize.products import absorbed_forms, ratio_forms, spread_forms
 
 x, y = sp.symbols("x y", real=True)
 
@@ -50,6 +50,21 @@ def test_spread_of_a_sigmoid_product_keeps_its_value():
     with np.errstate(over="ignore"):
         assert np.isinf(np.float32(3e30) ** 2)  # x**2 alone overflows
     assert np.isfinite(got) and abs(got - want) <= 2.0**-10 * abs(want)
+
+
+def test_a_paired_power_spread_keeps_a_normal_result():
+    """d2/dx2 of x*y/(x + y) is -2*y**2/(x + y)**3. Paired, (y/(x + y))**2 is 1.6e-325 at
+    x = 1.5e-108, y = 6e-271 and flushes to 0 before 1/(x + y) = 6.6e107 would bring it
+    back to -1.4e-217; spread, each factor y/(x + y) meets 1/(x + y) in turn."""
+    expr = -2 * y**2 / (x + y) ** 3
+    ((_, paired),) = ratio_forms(expr)
+    (label, spread), *_ = spread_forms(paired)
+    assert label == "spread powers"
+    point = {"x": [1.50866898e-108], "y": [5.96522971e-271]}
+    want = float(expr.subs({x: sp.Float(1.50866898e-108), y: sp.Float(5.96522971e-271)}))
+    assert _at(paired, point, "float64")[0] == 0.0
+    got = _at(spread, point, "float64")[0]
+    assert abs(got - want) <= 2.0**-50 * abs(want)
 
 
 def test_a_form_xla_would_reassociate_gets_one_it_leaves_alone():

@@ -293,7 +293,9 @@ def candidates(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[str, sp
         raw += [(f"{label}+{name}", form) for name, form in reciprocal_forms(variant)]
         raw += [(f"{label}+{name}", form) for name, form in conjugate_forms(variant)]
         raw += [(f"{label}+{name}", form) for name, form in spread_forms(variant)]
-        raw += [(f"{label}+{name}", form) for name, form in ratio_forms(variant)]
+        for name, form in ratio_forms(variant):  # (y/(x + y))**2/(x + y): y/(x + y) twice
+            raw.append((f"{label}+{name}", form))
+            raw += [(f"{label}+{name}+{more}", f) for more, f in spread_forms(form)]
         raw += [(f"{label}+{name}", form) for name, form in gamma_difference_forms(variant)]
         raw += [(f"{label}+{name}", form) for name, form in log_ratio_forms(variant)]
         for name, form in power_difference_forms(variant):

@@ -117,10 +117,12 @@ def _valid(form, exact: sp.Expr, spec: Spec, known: dict) -> bool:
 
 
 def _domain_symbols(spec: Spec) -> dict[sp.Symbol, sp.Symbol]:
-    """Each arg whose domain is nonnegative, as a symbol SymPy knows to be nonnegative, so
-    rewrites may use it (sqrt(x**2 + y) = hypot(x, sqrt(y)) for y >= 0)."""
+    """Each arg whose domain is nonnegative, as a symbol SymPy knows to be nonnegative (or
+    positive, where the domain excludes 0), so rewrites may use it (sqrt(x**2 + y) =
+    hypot(x, sqrt(y)) for y >= 0; sign(x)**2/x**2 = 1/x**2 for x >= 1e-3, which lets the
+    terms of log(x**2 + y**2) - 2*log(abs(x))'s f_xx cancel over a common denominator)."""
     return {
-        a: sp.Symbol(a.name, nonnegative=True)
+        a: sp.Symbol(a.name, positive=True) if lo > 0 else sp.Symbol(a.name, nonnegative=True)
         for a, (lo, _) in zip(spec.arg_symbols, spec.domain)
         if lo >= 0
     }
