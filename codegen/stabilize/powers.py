@@ -71,11 +71,11 @@ def difference_of_powers(
         if cancelled_last:
             return difference * sp.UnevaluatedExpr(root ** abs(m - n) * ratio)
         return sp.UnevaluatedExpr(difference * root ** abs(m - n)) * ratio
-    share = sp.UnevaluatedExpr(difference / sp.UnevaluatedExpr(big))
     root = sp.UnevaluatedExpr(small ** sp.Rational(-1, n))
+    share = difference / sp.UnevaluatedExpr(big)
     if cancelled_last:
-        return -difference / sp.UnevaluatedExpr(big) * sp.UnevaluatedExpr(ratio * root**m)
-    return -sp.UnevaluatedExpr(share * ratio) * root**m
+        return -share * sp.UnevaluatedExpr(ratio * root**m)
+    return -sp.UnevaluatedExpr(sp.UnevaluatedExpr(share) * ratio) * root**m
 
 
 def _rewritten(node: sp.Expr, cancelled_last: bool) -> sp.Expr:
@@ -90,12 +90,11 @@ def _rewritten(node: sp.Expr, cancelled_last: bool) -> sp.Expr:
         difference = sp.cancel(sp.expand(big - small))
         if sp.count_ops(difference) > max(sp.count_ops(big), sp.count_ops(small)):
             continue  # nothing cancels in A - B: the rewrite only costs
-        rest, last = node - first - second, cancelled_last
         ordered = sp.Piecewise(
-            (difference_of_powers(big, small, p, c, difference, last), sp.Ge(difference, 0)),
-            (difference_of_powers(small, big, p, -c, -difference, last), True),
+            (difference_of_powers(big, small, p, c, difference, cancelled_last), difference >= 0),
+            (difference_of_powers(small, big, p, -c, -difference, cancelled_last), True),
         )
-        return rest + ordered
+        return node - first - second + ordered
     return node
 
 
