@@ -22,7 +22,7 @@ from codegen.stabilize.candidates import _rules_version
 from codegen.stabilize.conjugates import conjugate_forms
 from codegen.stabilize.homogeneous import halved_forms, homogeneous_degree, homogeneous_forms
 from codegen.stabilize.local_series import centers, local_series_forms
-from codegen.stabilize.logs import log_ratio_forms
+from codegen.stabilize.logs import log_ratio_forms, split_log_forms
 from codegen.stabilize.products import squares_as_hypot
 
 x, y = sp.symbols("x y", real=True)
@@ -97,6 +97,31 @@ def test_halved_sums_under_a_root_do_not_overflow():
     exact = [float(1 / mpmath.sqrt(a + mpmath.hypot(a, b))) for a, b in map(tuple, rows)]
     assert _bits(_float64(form, (x, y), rows), exact).max() <= 1.0
     assert _float64(f, (x, y), rows[:1])[0] == 0.0
+
+
+def test_a_log_of_a_product_split_then_halved_stays_finite():
+    """log(y**2/(x + hypot(x, y))), the conjugate of log(hypot(x, y) - x): y**2/(x + h) is
+    subnormal, flushed to 0, at x = 1e307, y = 0.01, and x + h is inf at x = 1.7e308; split
+    into 2*log|y| - log(x + h), then halved, neither is."""
+    h = hypot(x, y)
+    f = sp.log(sp.Piecewise((h - x, x <= 0), (y**2 / (x + h), True)))
+    ((_, split),) = split_log_forms(f)
+    ((_, halved),) = halved_forms(split)
+    assert not halved.has(sp.Mul(y**2, 1 / (x + h)))
+    rows = np.array([[1e307, 0.01], [1.7e308, 1.0], [-1.7e308, 1.0], [3.0, 4.0], [-3.0, 4.0]])
+    exact = [  # hypot - x without its cancellation: y**2/(x + hypot) for x > 0
+        float(mpmath.log(b**2 / (a + mpmath.hypot(a, b)) if a > 0 else mpmath.hypot(a, b) - a))
+        for a, b in map(tuple, rows)
+    ]
+    assert _bits(_float64(halved, (x, y), rows), exact).max() <= 2.0
+    naive = _float64(f, (x, y), rows[:3])
+    assert naive[0] == -math.inf and math.isinf(naive[1]) and naive[2] == math.inf
+
+
+def test_split_logs_take_magnitudes_and_leave_other_logs_alone():
+    ((_, form),) = split_log_forms(sp.log(-3 * x**2 / y) + sp.log(x + y))
+    assert form == sp.log(3) + 2 * sp.log(sp.Abs(x)) - sp.log(sp.Abs(y)) + sp.log(x + y)
+    assert split_log_forms(sp.log(x + y)) == []
 
 
 def test_conjugate_of_a_sum_with_the_root_in_several_terms():

@@ -116,13 +116,28 @@ def _halved(node: sp.Pow) -> sp.Expr:
     return sp.UnevaluatedExpr(half**node.exp) * 2**node.exp
 
 
+def _halved_log(node: sp.log) -> sp.Expr:
+    inner = node.args[0]
+    total = inner.args[0] if inner.func is sp.Abs else inner
+    half = sp.Add(*(term / 2 for term in total.args))
+    return sp.log(sp.Abs(half) if inner.func is sp.Abs else half) + sp.log(2)
+
+
+def _is_log_of_sum(n) -> bool:
+    if n.func is not sp.log:
+        return False
+    inner = n.args[0]
+    return (inner.args[0] if inner.func is sp.Abs else inner).is_Add
+
+
 def halved_forms(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
-    """`expr` with every sum under a root (or any power not an integer) halved inside and
-    the power of 2 taken out; none where it has no such sum. Halving is exact (but for
-    subnormal terms)."""
+    """`expr` with every sum under a root (or any power not an integer) or a log halved
+    inside and the 2 taken out (log(a + b) as log(a/2 + b/2) + log(2)); none where it has no
+    such sum. Halving is exact (but for subnormal terms): a sum that overflows, halved,
+    does not."""
 
     def is_target(n) -> bool:
         return n.is_Pow and n.exp.is_Rational and not n.exp.is_Integer and n.base.is_Add
 
-    halved = expr.replace(is_target, _halved)
+    halved = expr.replace(is_target, _halved).replace(_is_log_of_sum, _halved_log)
     return [("halved sums", halved)] if halved != expr else []

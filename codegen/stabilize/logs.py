@@ -68,6 +68,36 @@ def _large_power(node: sp.Expr) -> sp.Expr:
     return sp.Piecewise((node, sp.Abs(p) <= 1), (beyond, True))
 
 
+def _bare(node: sp.Expr) -> sp.Expr:
+    """`node` without the UnevaluatedExpr that keeps a product from being regrouped."""
+    return node.args[0] if isinstance(node, sp.UnevaluatedExpr) else node
+
+
+def _split(node: sp.log) -> sp.Expr:
+    """log of a piecewise as a piecewise of logs; log of a product as the sum of the logs of
+    its factors' magnitudes (log(a**k) as k*log|a|), equal wherever the product is positive."""
+    inner = _bare(node.args[0])
+    if isinstance(inner, sp.Piecewise):
+        return sp.Piecewise(*((_split(sp.log(e)), c) for e, c in inner.args))
+    if not inner.is_Mul:
+        return node
+    coeff, factors = inner.as_coeff_mul()
+    terms = [sp.log(abs(coeff))] if abs(coeff) != 1 else []
+    for factor in factors:
+        base, power = _bare(factor).as_base_exp()
+        base = _bare(base)
+        part = _split(sp.log(base)) if base.is_Mul else sp.log(sp.Abs(base))
+        terms.append(power * part)
+    return sp.Add(*terms)
+
+
+def split_log_forms(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
+    """`expr` with each log of a product or of a piecewise split (`_split`): y**2/(x + h)
+    flushes to 0 at x = 1e307, y = 0.01, where 2*log|y| - log(x + h) is -712."""
+    split = expr.replace(lambda n: n.func is sp.log, _split)
+    return [("split logs", split)] if split != expr else []
+
+
 def _forms(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
     form = expr.replace(lambda n: n.is_Add, _combined)
     if form == expr:

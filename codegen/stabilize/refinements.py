@@ -6,7 +6,8 @@ args. Out: more `(label, form)` candidates for `selection` to measure:
 - `compensated_forms`: the best forms with exact squares inside exp and compensated sums;
 - `scaled_forms`: the best forms (and those accurate where they are not) at scaled args,
   where homogeneous;
-- `halved_versions`: the best forms with the sums under their roots halved;
+- `halved_versions`: the best forms with the sums under their roots and logs halved, and
+  with their logs of products split into sums of logs;
 - `series_forms_at`: Taylor series at 0 and expansions at the domain's infinite ends;
 - `local_series`: Taylor polynomials about points inside the range where the best fails;
 - `term_forms`: each term of a sum alone, for where it dominates.
@@ -28,6 +29,7 @@ from codegen.stabilize.candidates import series_candidates
 from codegen.stabilize.compensated import compensated, exact_exponents
 from codegen.stabilize.homogeneous import halved_forms, homogeneous_forms
 from codegen.stabilize.local_series import local_series_forms
+from codegen.stabilize.logs import split_log_forms
 from codegen.stabilize.measuring import Candidate, Samples
 from codegen.stabilize.regimes import complementary_labels
 from codegen.stabilize.squares import square_split
@@ -113,6 +115,9 @@ def halved_versions(tried) -> list[tuple[str, sp.Expr]]:
     out = []
     for candidate in closed[:HALVED_TRIES]:
         out += [(f"{candidate.label}+{n}", f) for n, f in halved_forms(candidate.form)]
+        for name, split in split_log_forms(candidate.form):
+            out.append((f"{candidate.label}+{name}", split))
+            out += [(f"{candidate.label}+{name}+{n}", f) for n, f in halved_forms(split)]
     return out
 
 
