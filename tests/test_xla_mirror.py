@@ -102,3 +102,45 @@ def test_a_division_by_exp_or_pow_becomes_a_product_under_xla(name):
     a, b = tf.constant(inputs["a"]), tf.constant(inputs["b"])
     assert tf.function(quotient, jit_compile=True)(a, b).numpy()[0] == 0.0  # XLA itself
     np.testing.assert_allclose(quotient(a, b).numpy(), exact, rtol=1e-6)
+
+
+D = sp.Symbol("d", real=True)
+CHAIN_NAMES = {**NAMES, D: "d"}
+
+
+def _quotient(num, den):
+    return sp.Mul(num, sp.Pow(den, -1, evaluate=False), evaluate=False)
+
+
+# Each case: a form whose divisions divide quotients, float32 inputs where every step stays
+# in range, the exact value, and the tf function XLA compiles. XLA merges divisions to a
+# fixed point: (a/b)/(c/d) -> (a*d)/(b*c), and ((a/b)/c)/d -> (a/(b*c))/d -> a/((b*c)*d).
+NESTED_CASES = {
+    "quotient of quotients": (
+        _quotient(_quotient(A, B), _quotient(C, B)),  # (x/m)/(y/m), scaled args
+        {"a": 1e30, "b": 1e20, "c": 1e10},
+        1e20,
+        lambda a, b, c, d: (a / b) / (c / b),
+    ),
+    "quotient divided twice": (
+        _quotient(_quotient(_quotient(A, B), C), D),
+        {"a": 1e30, "b": 1e20, "c": 1e10, "d": 1e10},
+        1e-10,
+        lambda a, b, c, d: ((a / b) / c) / d,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NESTED_CASES))
+def test_divisions_merge_to_a_fixed_point_under_xla(name):
+    form, values, exact, tf_form = NESTED_CASES[name]
+    program = lower([form], CHAIN_NAMES)
+    inputs = {k: np.full(8, values.get(k, 1.0), np.float32) for k in "abcd"}
+    eager = run(program, inputs, "float32", "eager")[0]
+    np.testing.assert_allclose(eager, exact, rtol=1e-6)
+    merged = run(program, inputs, "float32", "xla")[0]
+    assert merged[0] in (0.0, np.inf)  # a product of the merged division left the range
+    args = [tf.constant(inputs[k]) for k in "abcd"]
+    np.testing.assert_allclose(tf_form(*args).numpy(), exact, rtol=1e-6)
+    xla = tf.function(tf_form, jit_compile=True)(*args).numpy()
+    assert xla[0] == merged[0]  # XLA itself, on this machine's TensorFlow

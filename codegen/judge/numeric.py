@@ -8,10 +8,11 @@ TensorFlow; this module only has to rank candidates the same way.
 
 `PATHS` are the ways TensorFlow may run the same program: "eager" op by op,
 and "xla", whose algebraic simplifier reassociates divisions before it
-compiles (`A/B/C` becomes `A/(B*C)`, `A/(B/C)` becomes `(A*C)/B`, `A/exp(B)` becomes
-`A*exp(-B)` and `A/pow(B, C)` becomes `A*pow(B, -C)`), which overflows or underflows where
-`B*C`, `A*C`, `exp(-B)` or `pow(B, -C)` leaves the float range although every step of the
-program stays inside it.
+compiles, to a fixed point (`(A/B)/(C/D)` becomes `(A*D)/(B*C)`, `A/B/C` becomes `A/(B*C)`,
+`A/(B/C)` becomes `(A*C)/B`, `A/exp(B)` becomes `A*exp(-B)` and `A/pow(B, C)` becomes
+`A*pow(B, -C)`), which overflows or underflows where `A*D`, `B*C`, `A*C`, `exp(-B)` or
+`pow(B, -C)` leaves the float range although every step of the program stays inside it:
+(x/m)/(y/m) is inf under XLA at x = m = 1e214, y = 1e84.
 """
 
 from __future__ import annotations
@@ -50,22 +51,28 @@ def _value(operand, values: dict, dtype) -> np.ndarray:
 PATHS = ("eager", "xla")
 
 
-def _xla_division(step, producers: dict, values: dict, dtype) -> np.ndarray | None:
-    """A division as XLA's simplifier rewrites it when an operand is itself a division,
-    or None where it leaves the step alone."""
+def _xla_division(step, producers: dict, values: dict, quotients: dict, dtype) -> np.ndarray:
+    """A division as XLA's simplifier leaves it, its rules applied to a fixed point: a/exp(b)
+    and a/pow(b, c) become products; otherwise every division among the operands is merged
+    in, (a/b)/(c/d) -> (a*d)/(b*c), (a/b)/c -> a/(b*c), a/(b/c) -> (a*c)/b, where a, b, c
+    and d are the numerators and denominators XLA left those divisions with (`quotients`)."""
     num, den = step.operands
-    inner_num, inner_den = producers.get(num), producers.get(den)
-    if inner_num is not None and inner_num.op == "div":  # (a/b)/c -> a/(b*c)
-        a, b = (_value(o, values, dtype) for o in inner_num.operands)
-        product = _apply("mul", [b, _value(den, values, dtype)], dtype)
-        return _apply("div", [a, product], dtype)
-    if inner_den is not None and inner_den.op == "div":  # a/(b/c) -> (a*c)/b
-        b, c = (_value(o, values, dtype) for o in inner_den.operands)
-        product = _apply("mul", [_value(num, values, dtype), c], dtype)
-        return _apply("div", [product, b], dtype)
+    inner_den = producers.get(den)
     if inner_den is not None and inner_den.op in ("exp", "pow"):
-        return _xla_reciprocal_power(_value(num, values, dtype), inner_den, values, dtype)
-    return None
+        power = _xla_reciprocal_power(_value(num, values, dtype), inner_den, values, dtype)
+        if power is not None:
+            return power
+    top, bottom = quotients.get(num), quotients.get(den)
+    if top is not None and bottom is not None:
+        p, q = _apply("mul", [top[0], bottom[1]], dtype), _apply("mul", [top[1], bottom[0]], dtype)
+    elif top is not None:
+        p, q = top[0], _apply("mul", [top[1], _value(den, values, dtype)], dtype)
+    elif bottom is not None:
+        p, q = _apply("mul", [_value(num, values, dtype), bottom[1]], dtype), bottom[0]
+    else:
+        p, q = _value(num, values, dtype), _value(den, values, dtype)
+    quotients[step.target] = (p, q)
+    return _apply("div", [p, q], dtype)
 
 
 def rewritten_under_xla(program: Program) -> bool:
@@ -102,12 +109,12 @@ def run(
     inputs are cast to `dtype` first."""
     np_dtype = np.dtype(dtype)
     values = {name: np.asarray(column, dtype=np_dtype) for name, column in inputs.items()}
-    producers = {}
+    producers, quotients = {}, {}
     with np.errstate(all="ignore"):
         for step in program.steps:
             rewritten = None
             if path == "xla" and step.op == "div":
-                rewritten = _xla_division(step, producers, values, np_dtype)
+                rewritten = _xla_division(step, producers, values, quotients, np_dtype)
             if rewritten is None:
                 args = [_value(op, values, np_dtype) for op in step.operands]
                 rewritten = _apply(step.op, args, np_dtype)
