@@ -333,6 +333,36 @@ def test_cache_hit_does_not_evaluate(tmp_path, monkeypatch):
         reference(expr, (x,), pts, "float32", cache_dir=tmp_path)
 
 
+def test_partials_found_together_are_each_as_found_alone(tmp_path, monkeypatch):
+    """`prepare_references` evaluates several expressions in one run per point (a function's
+    partials share most of their ops); each keeps its own precision, limits and NaN."""
+    sinc = sp.sin(x) / x
+    exprs = [sinc, sp.diff(sinc, x), sp.diff(sinc, x, 2), sp.log(x), sp.exp(sp.exp(x))]
+    pts = np.concatenate([[[0.0], [-1.0], [20.0]], sample_points(FULL, "float64", n=200)])
+    alone = [reference(e, (x,), pts, "float64") for e in exprs]
+    accuracy.prepare_references(exprs, (x,), pts, "float64", tmp_path)
+    assert len(list(tmp_path.glob("*.npy"))) == len(exprs)
+
+    def boom(*args, **kwargs):
+        raise AssertionError("evaluated despite the prepared cache")
+
+    monkeypatch.setattr(accuracy, "_evaluate", boom)
+    for expr, want in zip(exprs, alone, strict=True):
+        got = reference(expr, (x,), pts, "float64", cache_dir=tmp_path)
+        np.testing.assert_array_equal(got, want)
+    d2, log_x, exp_exp = (alone[k][:3] for k in (2, 3, 4))
+    assert d2[0] == -1 / 3 and math.isnan(log_x[1]) and exp_exp[2] == math.inf
+
+
+def test_references_that_cannot_be_found_together_are_left_to_each(tmp_path):
+    accuracy.prepare_references(
+        [sp.exp(x), sp.gamma(x)], (x,), np.ones((3, 1)), "float64", tmp_path
+    )
+    assert not list(tmp_path.glob("*.npy"))
+    with pytest.raises(TypeError, match="gamma"):
+        reference(sp.gamma(x), (x,), np.ones((3, 1)), "float64", cache_dir=tmp_path)
+
+
 def test_default_cache_dir(monkeypatch, tmp_path):
     monkeypatch.setenv("HOGEN_CACHE", str(tmp_path))
     assert accuracy.default_cache_dir() == tmp_path

@@ -37,7 +37,7 @@ from sympy.codegen.cfunctions import expm1, log1p
 
 from codegen.front.functions import sigmoid, softplus
 from codegen.judge import portable
-from codegen.judge.balls import FORMAT, compile_balls, leaf, point, precision
+from codegen.judge.balls import FORMAT, compile_joint, leaf, outcome, precision, run_row
 from codegen.judge.sampling import ordinal, sample_points
 from codegen.timebound import SymPyTimeout, time_limit
 
@@ -58,7 +58,7 @@ __all__ = [
 DTYPES = ("float32", "float64")
 MEAN_LIMIT = 1.5
 P99_LIMIT = 8.0
-_START_PREC, _MAX_PREC = 64, 2**14
+_START_PREC, _MAX_PREC = {"float32": 64, "float64": 128}, 2**14
 _CACHE_VERSION = b"hogen-accuracy-3"  # 3: erfc past 1e4 through erfcx
 LIMIT_SECONDS = 3.0  # SymPy's limit at a point where an operand is 0 (x/x, sin(x)/x)
 LIMITS_BUDGET_SECONDS = 20.0  # all limits of one reference call, CPU time
@@ -82,28 +82,56 @@ class Figures:
         return (self.failures > 0) + (self.p99_bits > P99_LIMIT) + (self.mean_bits > MEAN_LIMIT)
 
 
+_AGAIN = ("again", "undefined", "overflow")  # statuses more precision may resolve
+
+
 def _evaluate(
     expr: sp.Expr, symbols: tuple[sp.Symbol, ...], points: np.ndarray, dtype: str
 ) -> np.ndarray:
     """The reference, uncached: arb at doubling precision, then limits where an operand is 0."""
-    prog = compile_balls(expr, symbols)
+    return _evaluate_joint((expr,), symbols, points, dtype)[0]
+
+
+def _evaluate_joint(exprs, symbols: tuple[sp.Symbol, ...], points, dtype: str) -> list:
+    """The references of several expressions at the same points, each as `_evaluate` finds
+    it, with one run of their shared ops per point and precision (`compile_joint`)."""
+    progs = compile_joint(exprs, symbols)
     rows = [tuple(float(v) for v in row) for row in points]
-    out, status = np.full(len(rows), np.nan), ["again"] * len(rows)
-    todo, prec = list(range(len(rows))), _START_PREC
+    outs = [np.full(len(rows), np.nan) for _ in progs]
+    status = [["again"] * len(rows) for _ in progs]
+    todo, prec, cones = list(range(len(rows))), _START_PREC[dtype], {}
     while todo and prec <= _MAX_PREC:
         with precision(prec):
-            leaves = [leaf(c) for c in prog.leaves]
+            leaves = [leaf(c) for c in progs[0].leaves]
             for i in todo:
-                status[i], out[i] = point(prog, rows[i], leaves, dtype)
-        todo = [i for i in todo if status[i] in ("again", "undefined", "overflow")]
+                wanted = tuple(k for k in range(len(progs)) if status[k][i] in _AGAIN)
+                if wanted not in cones:
+                    cones[wanted] = _ops_of(progs, wanted)
+                vals = run_row(progs[0], rows[i], leaves, cones[wanted])
+                for k in wanted:
+                    status[k][i], outs[k][i] = outcome(progs[k], vals, dtype)
+        todo = [i for i in todo if any(s[i] in _AGAIN for s in status)]
         prec *= 2
     if len(symbols) == 1:
-        deadline = time.process_time() + LIMITS_BUDGET_SECONDS
-        for i in (i for i, s in enumerate(status) if s in ("zero", "undefined")):
-            if time.process_time() > deadline:
-                break  # the rest are not scored: no build waits on SymPy point by point
-            out[i] = _limit_value(expr, symbols[0], rows[i][0], dtype)
-    return out.astype(dtype)
+        for expr, out, its_status in zip(exprs, outs, status, strict=True):
+            _limits_where_zero(expr, symbols[0], rows, out, its_status, dtype)
+    return [out.astype(dtype) for out in outs]
+
+
+def _ops_of(progs: tuple, wanted: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The ops the programs `wanted` depend on, in order; None for all of them."""
+    if len(wanted) == len(progs):
+        return None
+    return tuple(sorted(set().union(*(progs[k].cone for k in wanted))))
+
+
+def _limits_where_zero(expr, x: sp.Symbol, rows, out: np.ndarray, status, dtype: str) -> None:
+    """Fill `out` with SymPy's limits where an operand was 0, within this call's budget."""
+    deadline = time.process_time() + LIMITS_BUDGET_SECONDS
+    for i in (i for i, s in enumerate(status) if s in ("zero", "undefined")):
+        if time.process_time() > deadline:
+            break  # the rest are not scored: no build waits on SymPy point by point
+        out[i] = _limit_value(expr, x, rows[i][0], dtype)
 
 
 def plain(expr: sp.Expr) -> sp.Expr:
@@ -161,6 +189,24 @@ def _save_atomic(path: Path, array: np.ndarray) -> None:
         raise
 
 
+def _rows(points: np.ndarray) -> np.ndarray:
+    pts = np.ascontiguousarray(points)
+    return pts.reshape(len(pts), -1) if pts.ndim == 1 else pts
+
+
+def _cache_path(expr, symbols, pts: np.ndarray, dtype: str, cache_dir: Path) -> Path:
+    parts = [
+        _CACHE_VERSION,
+        sp.srepr(expr),
+        ",".join(s.name for s in symbols),
+        dtype,
+        pts.dtype.str,
+        str(pts.shape),
+    ]
+    key = hashlib.sha256("\0".join(map(str, parts)).encode() + pts.tobytes()).hexdigest()
+    return Path(cache_dir) / f"{key}.npy"
+
+
 def reference(
     expr: sp.Expr,
     symbols: tuple[sp.Symbol, ...],
@@ -176,25 +222,33 @@ def reference(
     """
     if dtype not in FORMAT:
         raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
-    pts = np.ascontiguousarray(points)
-    pts, symbols = (pts.reshape(len(pts), -1) if pts.ndim == 1 else pts), tuple(symbols)
+    pts, symbols = _rows(points), tuple(symbols)
     if cache_dir is None:
         return _evaluate(expr, symbols, pts, dtype)
-    parts = [
-        _CACHE_VERSION,
-        sp.srepr(expr),
-        ",".join(s.name for s in symbols),
-        dtype,
-        pts.dtype.str,
-        str(pts.shape),
-    ]
-    key = hashlib.sha256("\0".join(map(str, parts)).encode() + pts.tobytes()).hexdigest()
-    path = Path(cache_dir) / f"{key}.npy"
+    path = _cache_path(expr, symbols, pts, dtype, cache_dir)
     with contextlib.suppress(OSError, ValueError):
         return np.load(path)
     result = _evaluate(expr, symbols, pts, dtype)
     _save_atomic(path, result)
     return result
+
+
+def prepare_references(exprs, symbols, points: np.ndarray, dtype: str, cache_dir: Path) -> None:
+    """Keep in `cache_dir` the references of `exprs` at `points` that are not there yet,
+    found together (`_evaluate_joint`: a function's partials share most of their work), so
+    `reference` then loads each. Where they cannot be found together (the reference cannot
+    evaluate one), nothing is kept: `reference` finds each alone, and says why it cannot."""
+    pts, symbols = _rows(points), tuple(symbols)
+    paths = {e: _cache_path(e, symbols, pts, dtype, cache_dir) for e in exprs}
+    missing = [e for e, path in paths.items() if not path.exists()]
+    if len(missing) < 2:
+        return
+    try:
+        found = _evaluate_joint(missing, symbols, pts, dtype)
+    except Exception:  # noqa: BLE001 - `reference` raises it, expression by expression
+        return
+    for expr, values in zip(missing, found, strict=True):
+        _save_atomic(paths[expr], values)
 
 
 def bits_error(approx: np.ndarray, exact: np.ndarray, dtype: str) -> np.ndarray:

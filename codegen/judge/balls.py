@@ -166,12 +166,14 @@ class _Op:
 
 @dataclass(frozen=True)
 class _Program:
-    """Slots: the inputs, then the constants (`leaves`), then one per op; `root` is the value."""
+    """Slots: the inputs, then the constants (`leaves`), then one per op; `root` is the value,
+    `cone` the ops it depends on, in order (programs compiled together share their ops)."""
 
     n_inputs: int
     leaves: tuple[sp.Expr, ...]
     ops: tuple[_Op, ...]
     root: int
+    cone: tuple[int, ...]
 
 
 def _integer_power(u, k: int):
@@ -284,7 +286,16 @@ def _op_for(node: sp.Expr, visit) -> _Op:
 
 def compile_balls(expr: sp.Expr, symbols: tuple[sp.Symbol, ...]) -> _Program:
     """Compile once, run per point: one op per distinct subexpression, operands first."""
-    leaves = tuple(sorted(expr.atoms(sp.Number, sp.NumberSymbol), key=sp.default_sort_key))
+    return compile_joint((expr,), symbols)[0]
+
+
+def compile_joint(exprs, symbols: tuple[sp.Symbol, ...]) -> tuple[_Program, ...]:
+    """One program per expression, all over the same ops (each distinct subexpression of any
+    of them once), so one run per point evaluates them all: a function's partials share most
+    of their work."""
+    exprs = [e if isinstance(e, sp.Basic) else sp.Float(e) for e in exprs]  # never parses text
+    atoms = set().union(*(e.atoms(sp.Number, sp.NumberSymbol) for e in exprs))
+    leaves = tuple(sorted(atoms, key=sp.default_sort_key))
     slots = {s: i for i, s in enumerate((*symbols, *leaves))}
     ops: list[_Op] = []
 
@@ -294,8 +305,20 @@ def compile_balls(expr: sp.Expr, symbols: tuple[sp.Symbol, ...]) -> _Program:
             slots[node] = len(slots)
         return slots[node]
 
-    root = visit(expr if isinstance(expr, sp.Basic) else sp.Float(expr))  # never parses text
-    return _Program(len(symbols), leaves, tuple(ops), root)
+    roots = [visit(e) for e in exprs]
+    first, frozen = len(symbols) + len(leaves), tuple(ops)
+    return tuple(_Program(len(symbols), leaves, frozen, r, _cone(frozen, r, first)) for r in roots)
+
+
+def _cone(ops: tuple[_Op, ...], root: int, first: int) -> tuple[int, ...]:
+    """The indices of the ops `root` depends on (itself included), in program order."""
+    needed, stack = set(), [root]
+    while stack:
+        slot = stack.pop()
+        if slot >= first and slot - first not in needed:
+            needed.add(slot - first)
+            stack.extend(ops[slot - first].args)
+    return tuple(sorted(needed))
 
 
 def leaf(c: sp.Expr):
@@ -323,7 +346,8 @@ def run_once(prog: _Program, row: tuple, leaves: list):
 def _diagnose(prog: _Program, vals: list) -> str:
     """Why an arb result is not finite: "overflow", "zero", "domain" or "undefined"."""
     first = prog.n_inputs + len(prog.leaves)
-    for op, val in zip(prog.ops, vals[first:], strict=True):
+    for k in prog.cone:
+        op, val = prog.ops[k], vals[first + k]
         if val.is_finite():
             continue
         ins = [vals[i] for i in op.args]
@@ -339,7 +363,25 @@ def _diagnose(prog: _Program, vals: list) -> str:
 
 def point(prog: _Program, row: tuple, leaves: list, dtype: str) -> tuple[str, float]:
     """(status, value) of one evaluation at the current precision; status "done" or why not."""
-    vals = _run(prog, [flint.arb(v) for v in row], leaves)
+    return outcome(prog, _run(prog, [flint.arb(v) for v in row], leaves), dtype)
+
+
+def run_row(prog: _Program, row: tuple, leaves: list, ops: tuple[int, ...] | None = None) -> list:
+    """The balls of the slots at one input row, at the current precision, for `outcome` of
+    the programs compiled with `prog` (`compile_joint`): every op, or only `ops` (in order;
+    the union of the cones of the programs wanted) with None in the other slots."""
+    inputs = [flint.arb(v) for v in row]
+    if ops is None:
+        return _run(prog, inputs, leaves)
+    vals, first = [*inputs, *leaves, *([None] * len(prog.ops))], len(inputs) + len(leaves)
+    for k in ops:
+        op = prog.ops[k]
+        vals[first + k] = op.arb(*[vals[i] for i in op.args])
+    return vals
+
+
+def outcome(prog: _Program, vals: list, dtype: str) -> tuple[str, float]:
+    """(status, value) of `prog`'s root among the slots of one run (`point`)."""
     out = vals[prog.root]
     if not out.is_finite():
         return _diagnose(prog, vals), math.nan

@@ -142,6 +142,17 @@ def stabilizer_points(domain, dtype: str, n: int) -> np.ndarray:
     return np.unique(np.concatenate(parts), axis=0)
 
 
+def prepare_references(spec: Spec, exact_exprs, n: int) -> None:
+    """The references of every partial at the points `measuring_points` takes, found together
+    and kept in the reference cache: a function's partials share most of their work."""
+    values = param_values(spec)
+    exprs = [e.subs(values) for e in exact_exprs]
+    cache = accuracy.default_cache_dir()
+    for dtype in accuracy.DTYPES:
+        points = stabilizer_points(spec.domain, dtype, n)
+        accuracy.prepare_references(exprs, spec.arg_symbols, points, dtype, cache)
+
+
 def measuring_points(spec: Spec, exact_expr: sp.Expr, n: int) -> Samples:
     expr = exact_expr.subs(param_values(spec))
     points, exact = {}, {}

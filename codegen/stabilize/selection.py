@@ -36,6 +36,7 @@ from codegen.stabilize.measuring import (
     measure,
     measuring_points,
     param_values,
+    prepare_references,
 )
 from codegen.stabilize.per_dtype import split
 from codegen.stabilize.piecewise import choose_pieces
@@ -229,6 +230,7 @@ def stabilize(derivatives: Derivatives) -> StableForms:
 
 def _stabilized(derivatives: Derivatives) -> StableForms:
     spec, partials = derivatives.spec, derivatives.partials
+    prepare_references(spec, [p.expr for p in partials], SAMPLES)
     forms = [_explained(spec, p, valid_candidates) for p in partials]
     choices = _chosen_in_order(spec, partials, forms, False)
     if any(c.promote_float32 for c in choices):
