@@ -10,12 +10,13 @@ the line x - y where it divides the denominator (`lines`), on each arg the parti
 on in turn (one arg's regimes may be a piece of the next's, with series and one-term
 approximations as pieces), and on the products and magnitudes of args that occur in it
 (`split_on`). Stages of a spec of several args that only refine share the build's refine
-budget (`timebound.charged`): one that would start with nothing left is skipped.
+budget, counted in the ops of the candidates measured (`refining`): one that would start with
+nothing left is skipped.
 """
 
 from __future__ import annotations
 
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 
 import sympy as sp
@@ -37,7 +38,27 @@ from codegen.stabilize.refinements import (
 from codegen.stabilize.regimes import best_regimes, needs_regimes, outside_domain, regime_columns
 from codegen.stabilize.split_on import coordinate, split_expressions, within_domain
 from codegen.stabilize.thresholds import placed
-from codegen.timebound import charged, time_left
+from codegen.timebound import charged, count, counting, time_left
+
+
+@contextmanager
+def refining():
+    """A stage that only refines: the ops of each candidate it measures (its measuring time is
+    about proportional) are charged to the build's refine budget, its CPU time to the budget's
+    guard (`timebound.counting`)."""
+    with charged("refine_seconds"), counting("refine"):
+        yield
+
+
+def refine_left() -> bool:
+    return time_left("refine") > 0 and time_left("refine_seconds") > 0
+
+
+def _measured(label, form, search: Search):
+    candidate, per_point = measured(label, form, search.spec, search.samples, search.promoted)
+    count(candidate.ops)  # inside a refining stage: its measuring work, in ops per point
+    return candidate, per_point
+
 
 PROMISE_KEYS = 4  # the rank's leading keys that count broken promises, not finer accuracy
 MARGIN_BITS = P99_ROOM_BITS  # a p99 this close to the limit is worth regimes too
@@ -61,9 +82,7 @@ class Measured:
     def add(self, search: Search, forms) -> Candidate:
         """Measure `forms` (label, form) into this record; the best tried so far."""
         for label, form in forms:
-            candidate, self.bits[label] = measured(
-                label, form, search.spec, search.samples, search.promoted
-            )
+            candidate, self.bits[label] = _measured(label, form, search)
             self.tried.append(candidate)
         return min(self.tried, key=Candidate.rank)
 
@@ -85,7 +104,7 @@ def _closed_stages(search: Search, forms, record: Measured) -> Candidate:
     if needs_regimes(best, MARGIN_BITS):
         best = record.add(search, compensated_forms(record.tried, search.spec.arg_symbols))
     if needs_regimes(best, MARGIN_BITS) and len(search.spec.args) > 1:  # cheap: not skipped
-        with charged("refine"):  # when the budget is out
+        with refining():  # when the budget is out
             args = search.spec.arg_symbols
             best = record.add(search, scaled_forms(record.tried, record.bits, search.samples, args))
     if not best.keeps_promise():
@@ -105,15 +124,15 @@ def _regime_stages(search: Search, best: Candidate, record: Measured) -> Candida
     for column in columns if needs_regimes(best, MARGIN_BITS) else ():
         # series of a multi-arg last order cost most of a build: only where the best form
         # breaks the promise, not merely its margin, and while the refine budget lasts
-        last = not best.keeps_promise() and time_left("refine") > 0
+        last = not best.keeps_promise() and refine_left()
         split = Split(column, len(columns) == 1, len(columns) == 1 or not last_order or last)
-        with charged("refine") if multi and last_order else nullcontext():
+        with refining() if multi and last_order else nullcontext():
             best = _with_regimes(search, split, best, record)
     for monomial in split_expressions(partial.expr, spec.arg_symbols) if len(columns) > 1 else ():
         if monomial == line or (last_order and monomial.func is hypot):
             continue  # the last order's backward pass meets the pieces' unclipped NaN
-        if needs_regimes(best, MARGIN_BITS) and time_left("refine") > 0:
-            with charged("refine"):
+        if needs_regimes(best, MARGIN_BITS) and refine_left():
+            with refining():
                 best = _split_on_expression(search, monomial, best, record)
     return best
 
@@ -146,7 +165,7 @@ def _with_regimes(search: Search, split: Split, best: Candidate, record: Measure
         form = _placed(search, regimes, column, dtype) if split.alone else regimes.form
         form = outside_domain(form, domain, partial.expr)
         label = f"regimes{on}{f' {dtype}' if dtype else ''}({regimes.label})"
-        candidate, per_point = measured(label, form, spec, samples, search.promoted)
+        candidate, per_point = _measured(label, form, search)
         record.tried.append(candidate)
         if not (dtype or split.alone or candidate.keeps_promise()):
             record.bits[label] = per_point  # what still breaks, the next arg's regimes may fix
@@ -184,6 +203,6 @@ def _split_on_expression(search: Search, monomial, best: Candidate, record: Meas
         return best
     form = within_domain(joint.form, spec.arg_symbols, spec.domain, partial.expr)
     label = f"regimes in {sp.sstr(monomial)}({joint.label})"
-    candidate, _ = measured(label, form, spec, samples, search.promoted)
+    candidate, _ = _measured(label, form, search)
     record.tried.append(candidate)
     return _fixes_more(candidate, best)

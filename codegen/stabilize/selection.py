@@ -51,10 +51,14 @@ SAMPLES = 2000  # the points `hogen verify` scores by default (docs/design.md: a
 # CPU seconds one build's series and expansions at infinity share, and its limits: the
 # library's builds spend at most 12 and 3 (lbeta); a two-arg spec whose every expansion runs
 # to its own bound spent 57 and 13 (100*((1 + i/n)**n - 1)/(i/n)). Stages of a spec of
-# several args that only refine a form share REFINE_BUDGET_SECONDS: the library spends 0.1,
-# sqrt(sqrt(x**2 + y**2) - x), whose second derivatives break the promise, spent 16 of 58.
+# several args that only refine a form share REFINE_OPS, the ops of the candidates they
+# measure, counted, not timed, so which stages run does not depend on the processor:
+# sqrt(sqrt(x**2 + y**2) - x), whose second derivatives break the promise, measures 9866 in
+# them, 77 candidates, about 14 s here (the library measures few). Their CPU time has a
+# guard only a processor 3x slower than this one reaches.
 SERIES_BUDGET_SECONDS = 18.0
-REFINE_BUDGET_SECONDS = 12.0
+REFINE_OPS = 10000
+REFINE_GUARD_SECONDS = 45.0
 LIMITS_BUDGET_SECONDS = 10.0
 
 
@@ -222,7 +226,10 @@ def stabilize(derivatives: Derivatives) -> StableForms:
     series_forms_at.cache_clear()
     clear_limits()
     budget = work_budget(
-        series=SERIES_BUDGET_SECONDS, limits=LIMITS_BUDGET_SECONDS, refine=REFINE_BUDGET_SECONDS
+        series=SERIES_BUDGET_SECONDS,
+        limits=LIMITS_BUDGET_SECONDS,
+        refine=REFINE_OPS,
+        refine_seconds=REFINE_GUARD_SECONDS,
     )
     with budget, values_only():
         return _stabilized(derivatives)
