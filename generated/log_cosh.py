@@ -136,7 +136,7 @@ def _log_cosh_d_xx(x):
 
     f'' = -sinh(x)**2/cosh(x)**2 + 1
     form (simplify): cosh(x)**(-2)
-    measured float32 mean 0.26 / p99 1.6 bits, float64 mean 0.38 / p99 1.6 bits
+    measured float32 mean 0.25 / p99 1.6 bits, float64 mean 0.37 / p99 1.6 bits
     """
     v0 = tf.math.cosh(x)
     v1 = tf.math.square(v0)

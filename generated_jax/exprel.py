@@ -133,7 +133,7 @@ def _exprel_d_x(x):
         log(Abs(x)))/sign(x) - exp(x - 2*log(Abs(x)))/sign(x)**2 + x**(-2); (91.22817993164062,
         700.0]: (((x*sigmoid(x) - tanh(x/2))/sigmoid(-x))*1/x)*1/x; (700.0, inf): exp(x)/x -
         (exp(x) - 1)/x**2
-    measured float32 mean 0.11 / p99 1.6 bits, float64 mean 0.12 / p99 1.6 bits
+    measured float32 mean 0.10 / p99 1.6 bits, float64 mean 0.12 / p99 1.6 bits
     """
     v0 = jnp.exp(x)
     v1 = jnp.divide(v0, x)
@@ -227,7 +227,7 @@ def _exprel_d_xx(x):
         (91.22817993164062, 700.0]: (x**2*sigmoid(x) - 2*x*sigmoid(x) +
         2*tanh(x/2))/(x**3*sigmoid(-x)); (700.0, inf): exp(x)/x - 2*exp(x)/x**2 + 2*(exp(x) -
         1)/x**3
-    measured float32 mean 0.28 / p99 2.0 bits, float64 mean 0.26 / p99 2.0 bits
+    measured float32 mean 0.27 / p99 2.0 bits, float64 mean 0.26 / p99 2.0 bits
     """
     v0 = jnp.minimum(x, -700.0)
     v1 = jnp.exp(v0)

@@ -65,7 +65,7 @@ def _softplus_beta_d_x(x, beta):
 
     f' = exp(beta*x)/(exp(beta*x) + 1)
     form (sympy+rules(exp_sigmoid,sigmoid)): sigmoid(beta*x)
-    measured float32 mean 0.12 / p99 1.0 bits, float64 mean 0.12 / p99 1.0 bits
+    measured float32 mean 0.11 / p99 1.0 bits, float64 mean 0.12 / p99 1.0 bits
     """
     v0 = jnp.multiply(beta, x)
     d_x = jax.nn.sigmoid(v0)
@@ -77,7 +77,7 @@ def _softplus_beta_d_xx(x, beta):
 
     f'' = beta*exp(beta*x)/(exp(beta*x) + 1) - beta*exp(2*beta*x)/(exp(beta*x) + 1)**2
     form (sympy+sigmoid+rules(sigmoid_complement)): beta*sigmoid(-beta*x)*sigmoid(beta*x)
-    measured float32 mean 0.25 / p99 1.6 bits, float64 mean 0.30 / p99 1.6 bits
+    measured float32 mean 0.24 / p99 1.6 bits, float64 mean 0.29 / p99 1.6 bits
     """
     v0 = jnp.multiply(beta, x)
     v1 = jax.nn.sigmoid(v0)

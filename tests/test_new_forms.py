@@ -190,3 +190,17 @@ def test_rules_that_bring_an_exp_also_give_absorbed_products():
     got = _float64(absorbed[0], (x, a), rows)
     assert _bits(got, exact).max() <= 3.0
     assert np.isinf(_float64(f, (x, a), rows[:1])).all()  # as written: 1 + x rounds to 1
+
+
+def test_a_power_multiplied_out_after_its_coefficient_does_not_overflow():
+    """-x**2/2 + log(erfcx(-x/sqrt(2))/2), log_ndtr's value for x < 0: x**2 overflows at
+    x = -1.5e154, where the value is -1.2e308; (-x/2)*x does not (`spread_forms`, which
+    `refinements.halved_versions` also applies to the best forms measured)."""
+    from codegen.stabilize.products import spread_forms
+
+    f = -(x**2) / 2
+    ((_, form),) = spread_forms(f)
+    rows = np.array([[-1.5e154], [3.0]])
+    exact = [float(-(mpmath.mpf(a) ** 2) / 2) for (a,) in rows]
+    assert _bits(_float64(form, (x,), rows), exact).max() == 0.0
+    assert _float64(f, (x,), rows[:1])[0] == -math.inf

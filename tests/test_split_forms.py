@@ -16,6 +16,7 @@ import numpy as np
 import sympy as sp
 
 from codegen.derive import derive
+from codegen.front.functions import hypot
 from codegen.front.spec import load_spec
 from codegen.judge.accuracy import bits_error
 from codegen.judge.numeric import run
@@ -45,6 +46,17 @@ def test_split_expressions_are_the_products_of_args_in_the_derivative():
     assert split_expressions(sp.log(x) + sp.exp(y), (x, y)) == []
     found = split_expressions((1 + x / y) ** y + 3 * x**2 * y, (x, y))
     assert found == [x / y, x**2 * y]
+
+
+def test_a_homogeneous_derivative_may_split_on_the_ratio_of_its_args():
+    """log1p((y/x)**2)'s f_xx, 2*y**2*(3*x**2 + y**2)/(x**2*(x**2 + y**2)**2), is homogeneous of
+    degree -2: which form is accurate depends on y/x, at x = 1e53 as at x = 1."""
+    f = sp.log(x**2 + y**2) - 2 * sp.log(x)
+    f_xx = sp.diff(f, x, 2)
+    assert split_expressions(f_xx, (x, y)) == [hypot(x, y), y / x]
+    assert y / x not in split_expressions(sp.log(1 + x * y) / y, (x, y))  # not homogeneous
+    rows = np.array([[1e53, -4e33], [2.0, -1.0]])
+    assert coordinate(y / x, (x, y))(rows).tolist() == [-4e-20, -0.5]
 
 
 def test_coordinate_is_the_products_value_at_each_point():
@@ -137,3 +149,19 @@ def test_a_series_too_slow_to_sixteen_terms_is_taken_to_six():
     rows = np.array([[-1.0, 1e-300], [0.75, 1e-30]])
     exact = [-0.5 * a * a * math.exp(a) for a, _ in rows]  # the limit; y is below an ulp of it
     assert _bits(_float64(forms["series x<6>"], (x, y), rows), exact).max() <= 1.0
+
+
+def test_the_stabilizer_measures_where_a_square_of_the_arg_overflows():
+    """x*x overflows at |x| > 1.34e154 in float64 while x**2/2 (log_ndtr's value there) does
+    not: random points rarely land in that band, so the stabilizer's points include it, and
+    the bands of x**3 and x**4 and of their underflow, inside the domain only."""
+    from codegen.stabilize.measuring import stabilizer_points
+
+    for dtype in ("float32", "float64"):
+        big = float(np.finfo(dtype).max)
+        pts = stabilizer_points(((-math.inf, math.inf),), dtype, 200)[:, 0].astype(np.float64)
+        band = pts[(np.abs(pts) > math.sqrt(big)) & (np.abs(pts) < math.sqrt(2 * big))]
+        assert (band < 0).any() and (band > 0).any()
+    positive = stabilizer_points(((0.0, 1.0),), "float64", 200)[:, 0]
+    assert positive.min() >= 0 and positive.max() <= 1  # the edges are sample points
+    assert (np.abs(positive - math.sqrt(np.finfo(np.float64).tiny)) < 1e-154).any()

@@ -128,8 +128,28 @@ def _edge_points(domain, dtype: str) -> np.ndarray:
     return column[(column > lo) & (column < hi)].reshape(-1, 1)
 
 
+POWER_BANDS = (2, 3, 4)  # the powers of the arg whose overflow and underflow get points
+
+
+def _power_band_points(domain, dtype: str) -> np.ndarray:
+    """Points of a one-arg domain around max**(1/k) and tiny**(1/k), k = 2, 3, 4, where x**k
+    leaves the float range: at |x| in (1.34e154, 1.9e154) x*x overflows while -x**2/2, log_ndtr's
+    value there, is a float (-1.2e308); random points rarely land in so narrow a band."""
+    ((lo, hi),) = domain
+    info = np.finfo(dtype)
+    scales = np.exp2(np.arange(-8, 9) / 8.0)  # within a factor of 2 either side
+    ends = [float(info.max) ** (1.0 / k) for k in POWER_BANDS]
+    ends += [float(info.tiny) ** (1.0 / k) for k in POWER_BANDS]
+    magnitudes = np.outer(ends, scales).ravel()
+    with np.errstate(over="ignore"):
+        column = np.concatenate([magnitudes, -magnitudes]).astype(dtype)
+    keep = np.isfinite(column) & (column > lo) & (column < hi)
+    return column[keep].reshape(-1, 1)
+
+
 def stabilizer_points(domain, dtype: str, n: int) -> np.ndarray:
-    """Verify's points (seed 0), twice as many more (seed 1), and points crowding finite edges.
+    """Verify's points (seed 0), twice as many more (seed 1), points crowding finite edges
+    and points where a power of the arg overflows (one arg).
 
     Choosing on more points than `hogen verify` scores keeps verify an honest check.
     """
@@ -138,7 +158,7 @@ def stabilizer_points(domain, dtype: str, n: int) -> np.ndarray:
         accuracy.sample_points(domain, dtype, 2 * n, 1),
     ]
     if len(domain) == 1:
-        parts.append(_edge_points(domain, dtype))
+        parts += [_edge_points(domain, dtype), _power_band_points(domain, dtype)]
     return np.unique(np.concatenate(parts), axis=0)
 
 

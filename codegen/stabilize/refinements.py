@@ -31,6 +31,7 @@ from codegen.stabilize.homogeneous import halved_forms, homogeneous_forms
 from codegen.stabilize.local_series import local_series_forms
 from codegen.stabilize.logs import split_log_forms
 from codegen.stabilize.measuring import Candidate, Samples
+from codegen.stabilize.products import spread_forms
 from codegen.stabilize.regimes import complementary_labels
 from codegen.stabilize.squares import square_split
 
@@ -110,11 +111,15 @@ HALVED_TRIES = 2  # the best forms measured that get their sums under roots halv
 
 def halved_versions(tried) -> list[tuple[str, sp.Expr]]:
     """The best measured closed forms with the sums under their roots halved (`halved_forms`):
-    sqrt(-x + hypot(x, y)) stays finite at x = -1.8e308, where -x + hypot(x, y) is inf."""
+    sqrt(-x + hypot(x, y)) stays finite at x = -1.8e308, where -x + hypot(x, y) is inf; with
+    their logs of products split (`split_log_forms`); and with their powers multiplied out
+    after the coefficient (`spread_forms`): -x**2/2 as (-x/2)*x is a float at x = -1.5e154,
+    where x**2 overflows (the rules that wrote the form may have joined the factors again)."""
     closed = [c for c in sorted(tried, key=Candidate.rank) if isinstance(c.form, sp.Expr)]
     out = []
     for candidate in closed[:HALVED_TRIES]:
         out += [(f"{candidate.label}+{n}", f) for n, f in halved_forms(candidate.form)]
+        out += [(f"{candidate.label}+{n}", f) for n, f in spread_forms(candidate.form)]
         for name, split in split_log_forms(candidate.form):
             out.append((f"{candidate.label}+{name}", split))
             out += [(f"{candidate.label}+{name}+{n}", f) for n, f in halved_forms(split)]

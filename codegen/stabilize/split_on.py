@@ -2,8 +2,9 @@
 
 In: a partial's expression, the spec's args, sample points. Out: `split_expressions`, the
 products and quotients of two or more args that occur in the expression (x*y in
-log(1 + x*y)/y, i/n in (1 + i/n)**n) and the magnitude hypot(x, y) where their squares are
-summed, and x - y where it divides the denominator (`lines`), in a fixed order;
+log(1 + x*y)/y, i/n in (1 + i/n)**n), the magnitude hypot(x, y) where their squares are
+summed, the ratio y/x where the expression is homogeneous, and x - y where it divides the
+denominator (`lines`), in a fixed order;
 `coordinate`, the values of one of them at sample points: the line `regimes.best_regimes`
 splits; `within_domain`, a form split on one of them that leaves points outside a finite
 domain to the derivative as written.
@@ -20,8 +21,10 @@ import sympy as sp
 from sympy.codegen.cfunctions import hypot
 
 from codegen.lower import Regimes
+from codegen.stabilize.homogeneous import HOMOGENEOUS_SECONDS, homogeneous_degree
 from codegen.stabilize.lines import line_difference
 from codegen.stabilize.regimes import outside_domain
+from codegen.timebound import bounded
 
 MAX_SPLIT_EXPRESSIONS = 3
 MAX_POWER = 2  # x*y, x/y, x**2/y; not x**5*y
@@ -39,8 +42,20 @@ def split_expressions(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[sp.Exp
     ranked = sorted(found, key=lambda m: (sp.count_ops(m), sp.default_sort_key(m)))
     line = line_difference(expr, args)
     first = [line] if line is not None else []
-    ordered = [*first, *ranked[: MAX_SPLIT_EXPRESSIONS - 1], *_magnitudes(expr, args), *ranked]
+    magnitudes = [*_magnitudes(expr, args), *_ratios(expr, args)]
+    ordered = [*first, *ranked[: MAX_SPLIT_EXPRESSIONS - 1], *magnitudes, *ranked]
     return list(dict.fromkeys(ordered))[:MAX_SPLIT_EXPRESSIONS]
+
+
+def _ratios(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[sp.Expr]:
+    """y/x where `expr` is homogeneous in its two args: its forms' accuracy then depends on
+    the ratio alone (6*y**2/x**4 of log1p((y/x)**2)'s f_xx cancels in one form wherever
+    |y| << x, at x = 1e53 as at x = 1), which no threshold on one arg follows."""
+    if len(args) != 2:
+        return []
+    if bounded(HOMOGENEOUS_SECONDS, None, homogeneous_degree, expr, args) is None:
+        return []
+    return [args[1] / args[0]]
 
 
 def _magnitudes(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[sp.Expr]:
