@@ -17,6 +17,7 @@ measurement on the paths of `--paths`, worst reported, as `hogen verify` does), 
 
     python benchmarks/corpus.py                      # both parts, 2000 points, -j 2
     python benchmarks/corpus.py --part dev --samples 400 --only d_silu
+    python benchmarks/corpus.py --seed 2     # at points no build chose its forms on
 """
 
 from __future__ import annotations
@@ -63,7 +64,9 @@ def spec_text(entry: dict) -> str:
 REBUILD = "rebuild"  # the child's `paths` for a second build only, with the cache the first filled
 
 
-def child(spec_path: str, out_dir: str, samples: int, status_path: str, paths: str) -> None:
+def child(
+    spec_path: str, out_dir: str, samples: int, seed: int, status_path: str, paths: str
+) -> None:
     """In a child process: build (timed), write the status, then measure with TensorFlow; or,
     with `paths` REBUILD, build again (timed) and compare the bytes with the first build's."""
     sys.path.insert(0, str(ROOT))
@@ -86,7 +89,8 @@ def child(spec_path: str, out_dir: str, samples: int, status_path: str, paths: s
     status.write_text(json.dumps(result), encoding="utf-8")
     from codegen.measure.verify import verify_spec
 
-    rows = verify_spec(spec, Path(out_dir), samples=samples, paths=tuple(paths.split(",")))
+    paths_run = tuple(paths.split(","))
+    rows = verify_spec(spec, Path(out_dir), samples=samples, paths=paths_run, seed=seed)
     worst: dict[str, list] = {"hogen": [], "autodiff": []}
     for r in rows:
         f = r.figures
@@ -107,12 +111,12 @@ def _run_child(args: list[str], timeout: float, env: dict) -> str:
     return _last_line(proc.stderr) if proc.returncode else ""
 
 
-def run_one(entry: dict, samples: int, timeout: float, paths: str) -> dict:
+def run_one(entry: dict, samples: int, timeout: float, paths: str, seed: int = 0) -> dict:
     """Build and measure one entry in a child process; the row of the report."""
     with tempfile.TemporaryDirectory(prefix="hogen-corpus-") as tmp:
         spec_path, status = Path(tmp) / f"{entry['name']}.yaml", Path(tmp) / "status.json"
         spec_path.write_text(spec_text(entry), encoding="utf-8")
-        args = [str(spec_path), tmp, str(samples), str(status)]
+        args = [str(spec_path), tmp, str(samples), str(seed), str(status)]
         env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONHASHSEED": "0"}
         env["HOGEN_CACHE"] = str(Path(tmp) / "cache")  # cold: nothing from earlier runs
         start = time.perf_counter()
@@ -190,6 +194,9 @@ def main() -> None:
     parser.add_argument("--part", choices=(*PARTS, "all"), default="all")
     parser.add_argument("--only", nargs="*", help="names of the entries to run")
     parser.add_argument("--samples", type=int, default=2000, help="points per dtype")
+    parser.add_argument(
+        "--seed", type=int, default=0, help="measure at these points (0: those builds chose on)"
+    )
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per expression")
     parser.add_argument("-j", "--jobs", type=int, default=2)
     parser.add_argument(
@@ -201,7 +208,8 @@ def main() -> None:
     parts = PARTS if args.part == "all" else (args.part,)
     entries = load_entries(parts, args.only)
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        futures = [pool.submit(run_one, e, args.samples, args.timeout, args.paths) for e in entries]
+        run = (args.samples, args.timeout, args.paths, args.seed)
+        futures = [pool.submit(run_one, e, *run) for e in entries]
         if args.progress:
             for future in as_completed(futures):
                 print(row_line(future.result()), file=sys.stderr, flush=True)
@@ -212,7 +220,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 7 and sys.argv[1] == "--child":
-        child(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6])
+    if len(sys.argv) == 8 and sys.argv[1] == "--child":
+        spec_arg, out_arg, samples_arg, seed_arg, status_arg, paths_arg = sys.argv[2:]
+        child(spec_arg, out_arg, int(samples_arg), int(seed_arg), status_arg, paths_arg)
     else:
         main()

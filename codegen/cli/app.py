@@ -307,6 +307,7 @@ def verify_command(
     backend: str = BACKEND,
     json_path: Path | None = typer.Option(None, "--json", help="Also write the figures as JSON."),
     samples: int = typer.Option(2000, help="Sample points per dtype."),
+    seed: int = typer.Option(0, help="Points of another seed than 0: ones no build chose on."),
 ) -> None:
     """Run the generated ops in their framework and measure them against the exact reference."""
     ui = Terminal()
@@ -317,9 +318,10 @@ def verify_command(
     from codegen.measure.verify import format_table, verify_spec, write_json
 
     if backend == "tf":
-        rows = [row for spec in specs for row in verify_spec(spec, out_dir, samples)]
+        rows = [r for s in specs for r in verify_spec(s, out_dir, samples, seed=seed)]
     else:
-        rows = [r for s in specs for r in frameworks.verify_spec(s, out_dir, samples, backend)]
+        verify = frameworks.verify_spec
+        rows = [r for s in specs for r in verify(s, out_dir, samples, backend, seed=seed)]
     ui.write(format_table(rows) + "\n")
     if json_path:
         write_json(rows, json_path)

@@ -40,7 +40,12 @@ def runner(backend: str):
 
 
 def verify_spec(
-    spec: Spec, out_dir: Path, samples: int = 2000, backend: str = "jax", extra_tools=None
+    spec: Spec,
+    out_dir: Path,
+    samples: int = 2000,
+    backend: str = "jax",
+    extra_tools=None,
+    seed: int = 0,
 ):
     """Figures of the generated op, of naive autodiff and of `extra_tools` ({name: callable
     on the args}) in `backend`, every partial, float32 and float64 (`verify.measured_rows`)."""
@@ -52,4 +57,4 @@ def verify_spec(
         approx = run.derivative(fn, points, list(target.sequence), dtype)
         return accuracy.figures(approx, exact, dtype), run.PATH
 
-    return verify.measured_rows(spec, samples, tools, measure)
+    return verify.measured_rows(spec, samples, tools, measure, seed)
