@@ -4,7 +4,7 @@ Each spec exercises one mechanism: forms in x - y (logaddexp), the hypot rule an
 bounded ratios (hypot), series joined by regimes near a removable singularity
 (exprel), a zero piece where a derivative underflows (gelu f''), a form of float32's own
 where no one form serves both dtypes (silu f''), and computing float32 in float64 where no
-float32 form keeps the promise (log_ndtr). The assertion is
+float32 form keeps the promise (lbeta; log_ndtr was until session 18). The assertion is
 always the promise itself (mean, p99, failures against ball arithmetic), plus the
 structural fact that the mechanism was what kept it.
 """
@@ -51,8 +51,8 @@ def silu() -> StableForms:
 
 
 @pytest.fixture(scope="module")
-def log_ndtr() -> StableForms:
-    return _forms("log_ndtr")
+def lbeta() -> StableForms:
+    return _forms("lbeta")
 
 
 def _pieces(form):
@@ -126,10 +126,10 @@ def test_silu_float32_has_a_form_of_its_own(silu):
     assert second.keeps_promise()
 
 
-def test_log_ndtr_float32_is_computed_in_float64(log_ndtr):
-    assert log_ndtr.promote_float32
+def test_lbeta_float32_is_computed_in_float64(lbeta):
+    assert lbeta.promote_float32
     # float32 alone breaks the promise for some order, with no form of its own: the first pass
-    first_pass = [choose(log_ndtr.spec, partial) for partial in derive(log_ndtr.spec).partials]
+    first_pass = [choose(lbeta.spec, partial) for partial in derive(lbeta.spec).partials]
     needing = [c for c in first_pass if c.promote_float32]
     assert needing, "some partial needs float64 to keep the float32 promise"
     for choice in needing:
@@ -138,9 +138,9 @@ def test_log_ndtr_float32_is_computed_in_float64(log_ndtr):
         assert choice.promoted_float32.keeps_promise(), "float32 computed in float64 keeps it"
 
 
-def test_promoted_op_chooses_every_order_as_it_ships(log_ndtr):
+def test_promoted_op_chooses_every_order_as_it_ships(lbeta):
     """One compute dtype per op: every order is chosen measuring float32 in float64."""
-    for choice in log_ndtr.choices:
+    for choice in lbeta.choices:
         assert choice.promote_float32, choice.index
         assert choice.chosen.figures[0] == choice.promoted_float32
         assert choice.promoted_float32.keeps_promise(), choice.index
