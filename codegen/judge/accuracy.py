@@ -37,7 +37,8 @@ from sympy.codegen.cfunctions import expm1, log1p
 
 from codegen.front.functions import sigmoid, softplus
 from codegen.judge import portable
-from codegen.judge.balls import FORMAT, compile_joint, leaf, outcome, precision, run_row
+from codegen.judge.balls import compile_joint, leaf, outcome, precision, run_row
+from codegen.judge.nearest import FORMAT
 from codegen.judge.sampling import ordinal, sample_points
 from codegen.timebound import SymPyTimeout, time_limit
 

@@ -20,39 +20,12 @@ import sympy as sp
 
 from codegen.front.functions import by_class
 from codegen.front.rounding import EXPONENT_PLACES
+from codegen.judge.nearest import nearest
 
 try:
     from sympy.codegen.numpy_nodes import logaddexp
 except ImportError:  # pragma: no cover - older SymPy
     logaddexp = None
-
-FORMAT = {"float32": (24, -126, 127), "float64": (53, -1022, 1023)}  # precision, emin, emax
-
-
-def _round_dyadic(man: int, exp: int, dtype: str) -> float:
-    """man * 2**exp rounded to nearest, ties to even, in `dtype`; subnormal results are 0.0."""
-    prec, emin, emax = FORMAT[dtype]
-    sign, m = (-1.0 if man < 0 else 1.0), abs(man)
-    top = m.bit_length() - 1 + exp
-    if m == 0 or top < emin - 1:  # below half the smallest normal: 0 however it rounds
-        return 0.0
-    if top > emax + 1:
-        return sign * math.inf
-    shift = max(top, emin) - prec + 1 - exp  # the IEEE quantum of this binade, in bits
-    if shift > 0:
-        q, r, half = m >> shift, m & ((1 << shift) - 1), 1 << (shift - 1)
-        m, exp = q + (r > half or (r == half and q & 1)), exp + shift
-    top = m.bit_length() - 1 + exp
-    if m == 0 or top < emin:
-        return 0.0
-    return sign * math.inf if top > emax else sign * math.ldexp(m, exp)
-
-
-def _round_ends(lo: tuple[int, int], hi: tuple[int, int], dtype: str) -> float | None:
-    """The float both ends of an enclosure round to, or None if they round apart."""
-    a, b = _round_dyadic(*lo, dtype), _round_dyadic(*hi, dtype)
-    return a if a == b else None
-
 
 def _sigmoid(u, exp):
     if u < 0:  # surely negative: arb answers False when unsure
@@ -385,8 +358,7 @@ def outcome(prog: _Program, vals: list, dtype: str) -> tuple[str, float]:
     out = vals[prog.root]
     if not out.is_finite():
         return _diagnose(prog, vals), math.nan
-    ends = [tuple(int(z) for z in e.man_exp()) for e in (out.lower(), out.upper())]
-    value = _round_ends(*ends, dtype)
+    value = nearest(out, dtype)
     return ("again", math.nan) if value is None else ("done", value)
 
 
