@@ -33,12 +33,12 @@ def _normal(dtype: str):
 @st.composite
 def balls_near_boundaries(draw, dtype: str):
     """A ball around c + t * (half the gap above c), t in [-2, 2] dyadic, of a radius from 0 up
-    to a few gaps: across, touching and inside the rounding boundaries either side of c."""
+    to 64 gaps: across, touching and inside the rounding boundaries either side of c."""
     c = draw(_normal(dtype))
     bits = FORMAT[dtype][0]
     half_gap = math.ldexp(1.0, math.frexp(c)[1] - bits - 1)
     t = Fraction(draw(st.integers(-64, 64)), 32)
-    rad = Fraction(draw(st.sampled_from([0, 1, 3, 17, 64])), 256)
+    rad = Fraction(draw(st.sampled_from([0, 1, 3, 17, 64, 2**11, 2**13, 2**15])), 256)
     mid = flint.arb(c) + flint.arb(t.numerator) * half_gap / t.denominator
     return flint.arb(mid, flint.arb(rad.numerator) * half_gap / rad.denominator)
 

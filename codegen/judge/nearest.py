@@ -7,9 +7,10 @@ the frameworks flush them), or None when they round apart and more precision is 
 The exact rule works on the ends' integer mantissas and exponents (`round_dyadic`). It is
 most of the cost of a reference point, so `nearest` first tries the float nearest the
 ball's midpoint: where the whole ball lies strictly between the rounding boundaries either
-side of that float, both ends round to it, and the answer is the exact rule's. Anything
-else (a ball across or touching a boundary, a value near the subnormal or overflow range)
-takes the exact rule.
+side of that float, both ends round to it, and the answer is the exact rule's. A ball many
+gaps wide rounds apart without a look at its ends (most balls at a reference's first
+precision). Anything else (a ball across or touching a boundary, a value near the
+subnormal or overflow range) takes the exact rule.
 """
 
 from __future__ import annotations
@@ -22,6 +23,12 @@ _NORMAL = {  # |value| range where the midpoint's float and its neighbours are n
     dtype: (math.ldexp(1.0, emin + 1), math.ldexp(1.0, emax - 1))
     for dtype, (_, emin, emax) in FORMAT.items()
 }
+
+# A radius this many times |midpoint| (32 gaps of the format, where a rounding interval
+# spans at most 2) puts the ends in different rounding intervals, neither of them 0 or inf
+# inside the range above: far more margin than the float conversions of midpoint and radius
+# lose.
+_WIDE = {dtype: math.ldexp(1.0, 5 - bits) for dtype, (bits, _, _) in FORMAT.items()}
 
 
 def round_dyadic(man: int, exp: int, dtype: str) -> float:
@@ -67,6 +74,8 @@ def nearest(ball, dtype: str) -> float | None:
     bits, (small, large) = FORMAT[dtype][0], _NORMAL[dtype]
     mid = float(ball.mid())
     if small < abs(mid) < large:
+        if float(ball.rad()) > abs(mid) * _WIDE[dtype]:
+            return None
         c = _in_format(mid, bits)
         if small < abs(c) < large and _strictly_rounds_to(ball, c, bits):
             return c

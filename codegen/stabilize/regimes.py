@@ -96,7 +96,8 @@ def _split_points(
     supported, latest = latest >= 0, np.maximum(latest, 0)
     best = prefix.min(axis=0)  # one piece ending at j: best single form over [0, j)
     best[1:][~supported] = np.inf
-    choice = [[(0, int(prefix[:, j].argmin()))] for j in range(n + 1)]
+    # choice[j]: the pieces of the best split of [0, j), a chain (earlier pieces, last piece)
+    choice = [(None, (0, form)) for form in prefix.argmin(axis=0).tolist()]
     for _ in range(1, n_pieces):
         new_best = np.full(n + 1, np.inf)
         start = np.zeros(n + 1, dtype=np.int64)  # the last piece's start; 0: one piece
@@ -110,10 +111,21 @@ def _split_points(
             start[better] = _running_argmin(start_cost)[latest][better[1:]]
             form_of[better] = form
         improved = np.nonzero((start > 0) & (new_best < best))[0]
-        extended = {j: [*choice[start[j]], (int(start[j]), int(form_of[j]))] for j in improved}
-        for j, pieces in extended.items():
-            best[j], choice[j] = new_best[j], pieces
-    return choice[n]
+        starts, forms = start[improved].tolist(), form_of[improved].tolist()
+        extended = [(choice[s], (s, f)) for s, f in zip(starts, forms)]
+        best[improved] = new_best[improved]
+        for j, pieces in zip(improved.tolist(), extended):
+            choice[j] = pieces
+    return _unchained(choice[n])
+
+
+def _unchained(chain) -> list[tuple[int, int]]:
+    """The pieces of a chain (earlier pieces, last piece), first piece first."""
+    pieces = []
+    while chain is not None:
+        chain, piece = chain
+        pieces.append(piece)
+    return pieces[::-1]
 
 
 def _running_argmin(values: np.ndarray) -> np.ndarray:
