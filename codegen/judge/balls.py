@@ -27,6 +27,7 @@ try:
 except ImportError:  # pragma: no cover - older SymPy
     logaddexp = None
 
+
 def _sigmoid(u, exp):
     if u < 0:  # surely negative: arb answers False when unsure
         return exp(u) / (1 + exp(u))
