@@ -117,3 +117,35 @@ def test_a_subnormal_leading_power_is_split_around_the_sum():
     form = longest(asymptotic_forms(1 / (x**6 + 1), x, (0.0, math.inf)), "+inf")
     assert form.has(sp.UnevaluatedExpr)
     assert evaluate(form, 1e6, "float32") == pytest.approx(1e-36, rel=1e-6)
+
+
+def _series_lengths(monkeypatch) -> list[int]:
+    """The n of every SymPy series the expansions ask for, recorded as they run."""
+    asked, series = [], sp.series
+
+    def recorded(expr, arg, point, n, *rest):
+        asked.append(n)
+        return series(expr, arg, point, n, *rest)
+
+    monkeypatch.setattr(sp, "series", recorded)
+    return asked
+
+
+def test_exp_terms_in_the_leading_terms_skip_the_long_expansion(monkeypatch):
+    """log((exp(x) + exp(-x))/2) = x - log(2) + exp(-2*x) + ... at +inf: no candidate may
+    hold exp terms, and a short expansion shows them, so the long one (most of an
+    expansion's time) is not run."""
+    asked = _series_lengths(monkeypatch)
+    log_cosh = sp.log((sp.exp(x) + sp.exp(-x)) / 2)
+    assert asymptotic_forms(log_cosh, x, EVERYWHERE) == []
+    assert asked and max(asked) < 20
+
+
+def test_usable_leading_terms_still_get_the_long_expansion(monkeypatch):
+    """sqrt(x**2 + x) - x: the short expansion is usable, the long one is what is offered;
+    its longest form is accurate at 1e10, where the closed form cancels to 0."""
+    asked = _series_lengths(monkeypatch)
+    forms = asymptotic_forms(sp.sqrt(x**2 + x) - x, x, (0.0, math.inf))
+    assert max(asked) == 20
+    want = exact(lambda v: mpmath.sqrt(v**2 + v) - v, 1e10)
+    assert evaluate(longest(forms, "+inf"), 1e10) == pytest.approx(want, rel=1e-15)
