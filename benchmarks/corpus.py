@@ -18,11 +18,13 @@ measurement on the paths of `--paths`, worst reported, as `hogen verify` does), 
     python benchmarks/corpus.py                      # both parts, 2000 points, -j 2
     python benchmarks/corpus.py --part dev --samples 400 --only d_silu
     python benchmarks/corpus.py --seed 2     # at points no build chose its forms on
+    python benchmarks/corpus.py --paths none --json b.json  # build times and output digests
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -62,6 +64,7 @@ def spec_text(entry: dict) -> str:
 
 
 REBUILD = "rebuild"  # the child's `paths` for a second build only, with the cache the first filled
+BUILD_ONLY = "none"  # the child's `paths` for a build without measurement (`--paths none`)
 
 
 def child(
@@ -85,8 +88,11 @@ def child(
         status.write_text(json.dumps(result), encoding="utf-8")
         return
     result = {"built": True, "build_s": seconds, "build_wall_s": wall}
+    result["sha256"] = hashlib.sha256(source.encode("utf-8")).hexdigest()
     module.write_text(source, encoding="utf-8")
     status.write_text(json.dumps(result), encoding="utf-8")
+    if paths == BUILD_ONLY:
+        return
     from codegen.measure.verify import verify_spec
 
     paths_run = tuple(paths.split(","))
@@ -121,7 +127,7 @@ def run_one(entry: dict, samples: int, timeout: float, paths: str, seed: int = 0
         env["HOGEN_CACHE"] = str(Path(tmp) / "cache")  # cold: nothing from earlier runs
         start = time.perf_counter()
         error = _run_child([*args, paths], timeout, env)
-        if not error:
+        if not error and paths != BUILD_ONLY:
             error = _run_child([*args, REBUILD], timeout, env)
         result = json.loads(status.read_text()) if status.exists() else {"built": False}
     result.setdefault("build_s", time.perf_counter() - start)
@@ -129,6 +135,7 @@ def run_one(entry: dict, samples: int, timeout: float, paths: str, seed: int = 0
     row.update(built=result["built"], build_s=round(result["build_s"], 2), error=error)
     row["build_wall_s"] = round(result.get("build_wall_s", result["build_s"]), 2)
     row["rebuild_s"] = round(result.get("rebuild_s", math.nan), 2)
+    row["sha256"], row["measured"] = result.get("sha256", ""), paths != BUILD_ONLY
     if not result.get("rebuild_same", True) and not error:
         error = "the rebuild with a warm reference cache wrote other bytes"
     for tool in ("hogen", "autodiff"):
@@ -155,7 +162,7 @@ HEADER = (
 
 
 def row_line(r: dict) -> str:
-    yes = {True: "yes", False: "NO"}
+    yes = {True: "yes", False: "NO"} if r.get("measured", True) else {True: "-", False: "-"}
     return (
         f"{r['name']:26} {r['part']:7} {r['kind']:<4} {yes[r['hogen']]:5} "
         f"{yes[r['autodiff']]:5} {r['build_s']:11.1f} {r['rebuild_s']:7.1f}  "
@@ -180,10 +187,14 @@ def _median_max(times: list[float]) -> str:
 
 def _totals(part: str, rows: list[dict]) -> str:
     built = [r for r in rows if r["built"]]
-    return (
-        f"{part}: hogen keeps the promise {sum(r['hogen'] for r in rows)}/{len(rows)}, "
+    promise = (
+        f"hogen keeps the promise {sum(r['hogen'] for r in rows)}/{len(rows)}, "
         f"TF autodiff {sum(r['autodiff'] for r in rows)}/{len(rows)}, "
-        f"built {len(built)}/{len(rows)}, build CPU s (cold cache) "
+        if all(r.get("measured", True) for r in rows)
+        else "not measured, "
+    )
+    return (
+        f"{part}: {promise}built {len(built)}/{len(rows)}, build CPU s (cold cache) "
         f"{_median_max([r['build_s'] for r in built])}, rebuild "
         f"{_median_max([r['rebuild_s'] for r in built])}"
     )
@@ -200,7 +211,9 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per expression")
     parser.add_argument("-j", "--jobs", type=int, default=2)
     parser.add_argument(
-        "--paths", default="eager,function,xla", help="TF paths the hogen op is measured on"
+        "--paths",
+        default="eager,function,xla",
+        help="TF paths the hogen op is measured on; none: build only (times, output digests)",
     )
     parser.add_argument("--progress", action="store_true", help="rows on stderr as they end")
     parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
