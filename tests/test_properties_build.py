@@ -131,7 +131,7 @@ def time_limit(seconds: int, what: str):
         raise BuildTooSlow(f"{what}: no result after {seconds} s")
 
     previous = signal.signal(signal.SIGPROF, alarm)
-    # CPU time, as hogen's own bounds count it: the limit holds however loaded the machine is.
+    # CPU time: the limit holds however loaded the machine is (hogen's own bounds count work).
     # Then again every second: a signal handled inside a __del__ or a GC callback has its
     # exception printed and dropped, and a single alarm would leave the build running.
     signal.setitimer(signal.ITIMER_PROF, seconds, 1.0)

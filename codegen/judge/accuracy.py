@@ -27,7 +27,6 @@ import math
 import os
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,7 +39,7 @@ from codegen.judge import portable
 from codegen.judge.balls import compile_joint, leaf, outcome, precision, run_row
 from codegen.judge.nearest import FORMAT
 from codegen.judge.sampling import ordinal, sample_points
-from codegen.timebound import SymPyTimeout, time_limit
+from codegen.timebound import WORK_PER_SECOND, SymPyTimeout, time_limit, work_done
 
 __all__ = [
     "DTYPES",
@@ -62,7 +61,7 @@ P99_LIMIT = 8.0
 _START_PREC, _MAX_PREC = {"float32": 64, "float64": 128}, 2**14
 _CACHE_VERSION = b"hogen-accuracy-3"  # 3: erfc past 1e4 through erfcx
 LIMIT_SECONDS = 3.0  # SymPy's limit at a point where an operand is 0 (x/x, sin(x)/x)
-LIMITS_BUDGET_SECONDS = 20.0  # all limits of one reference call, CPU time
+LIMITS_BUDGET_SECONDS = 20.0  # all limits of one reference call, in work (`timebound`)
 
 
 @dataclass(frozen=True)
@@ -128,9 +127,9 @@ def _ops_of(progs: tuple, wanted: tuple[int, ...]) -> tuple[int, ...] | None:
 
 def _limits_where_zero(expr, x: sp.Symbol, rows, out: np.ndarray, status, dtype: str) -> None:
     """Fill `out` with SymPy's limits where an operand was 0, within this call's budget."""
-    deadline = time.process_time() + LIMITS_BUDGET_SECONDS
+    deadline = work_done() + LIMITS_BUDGET_SECONDS * WORK_PER_SECOND
     for i in (i for i, s in enumerate(status) if s in ("zero", "undefined")):
-        if time.process_time() > deadline:
+        if work_done() > deadline:
             break  # the rest are not scored: no build waits on SymPy point by point
         out[i] = _limit_value(expr, x, rows[i][0], dtype)
 

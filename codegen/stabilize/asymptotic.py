@@ -29,12 +29,13 @@ ORDER = 20  # SymPy's n: terms up to x**-19 beyond the leading one
 # logistic) or I, so does the long one, at a fifth of its time. On the library's and the
 # dev corpus's one-arg derivatives it ruled out 50 of 244 expansions, 70 of their 98 s,
 # and never one that the long expansion found usable. Those probes took at most 0.54 s;
-# one that takes longer (log_ndtr's value at +oo: 3 s, longer than the long one) is cut.
+# one that takes longer (log_ndtr's value at +oo: 22909 SymPy objects, 1.5 s of work,
+# more than the long one) is cut. Seconds here are seconds of work (`timebound`).
 PROBE_ORDER = 3
-PROBE_SECONDS = 1.0
+PROBE_SECONDS = 0.5
 TRUNCATIONS = (1, 2, 4, 8, 16)
-SECONDS = 4.0  # CPU seconds per expansion; past them the side gets no candidates (the
-# library's expansions take at most 2.3 s for both ends: a margin for slower processors)
+SECONDS = 4.0  # per expansion; past them the side gets no candidates (the library's
+# longest, log_ndtr's at -oo, constructs 23167 SymPy objects: 1.5 s of work)
 
 
 # erfc written through erfcx, whose expansion at +oo SymPy then finds (1/erfc(x) has none)

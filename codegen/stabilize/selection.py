@@ -48,9 +48,10 @@ from codegen.stabilize.search import MARGIN_BITS, Search, best_form
 from codegen.timebound import work_budget
 
 SAMPLES = 2000  # the points `hogen verify` scores by default (docs/design.md: a fixed seed)
-# CPU seconds one build's series and expansions at infinity share, and its limits: the
-# library's builds spend at most 12 and 3 (lbeta); a two-arg spec whose every expansion runs
-# to its own bound spent 57 and 13 (100*((1 + i/n)**n - 1)/(i/n)). Stages of a spec of
+# Seconds of work (`timebound`) one build's series and expansions at infinity share, and its
+# limits: the library's builds spend at most 12.4 (log_ndtr) and 2.4 (lbeta); a two-arg spec
+# whose every expansion ran to its own bound spent 57 and 13 CPU seconds before these bounds
+# counted work (100*((1 + i/n)**n - 1)/(i/n)). Stages of a spec of
 # several args that only refine a form share REFINE_OPS, the ops of the candidates they
 # measure, counted, not timed, so which stages run does not depend on the processor:
 # sqrt(sqrt(x**2 + y**2) - x), whose second derivatives break the promise, measures 9866 in
@@ -218,7 +219,7 @@ def stabilize(derivatives: Derivatives) -> StableForms:
 
     If any order needs float32 computed in float64, the op computes every order that way, so
     every order is chosen again measuring float32 as it will ship (the same candidates).
-    Series and expansions share one budget of CPU time, limits another; what they found is
+    Series and expansions share one budget of work, limits another; what they found is
     kept for this build only, so no build's result depends on the builds before it. Forms
     are lowered for their values only (`values_only`): the safe points of pieces not taken
     are found when the chosen forms are rendered.
