@@ -29,7 +29,7 @@ from codegen.judge import balls
 from codegen.timebound import SymPyTimeout, time_limit
 
 _SAFE_VALUES = (1.0, 0.5, 2.0, -1.0, -0.5, -2.0, 0.0, 4.0, -4.0, 0.125, 16.0, -16.0)
-SAFE_POINT_SECONDS = 2.0  # to find a safe point (`timebound`); past them every input is 1
+SAFE_POINT_SECONDS = 1.0  # to find a safe point (`timebound`); past them every input is 1
 _VALUES_ONLY: ContextVar[bool] = ContextVar("values_only", default=False)
 
 

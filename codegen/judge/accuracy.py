@@ -60,9 +60,9 @@ MEAN_LIMIT = 1.5
 P99_LIMIT = 8.0
 _START_PREC, _MAX_PREC = {"float32": 64, "float64": 128}, 2**14
 _CACHE_VERSION = b"hogen-accuracy-3"  # 3: erfc past 1e4 through erfcx
-LIMIT_SECONDS = 3.0  # SymPy's limit at a point where an operand is 0 (x/x, sin(x)/x)
-LIMITS_BUDGET_SECONDS = 8.0  # all limits of one reference call, in work (`timebound`): at
-# SymPy's 5000 to 8000 objects a second in limits, about the 20 CPU s it was before
+LIMIT_SECONDS = 2.0  # SymPy's limit at a point where an operand is 0 (x/x, sin(x)/x)
+LIMITS_BUDGET_SECONDS = 5.0  # all limits of one reference call, in work (`timebound`): at
+# SymPy's 5000 to 8000 objects a second in limits, 9 to 15 CPU s
 
 
 @dataclass(frozen=True)

@@ -44,8 +44,8 @@ SERIES_TERMS = (3, 6, 10, 16)
 # well under a second.
 FALLBACK_SERIES_TERMS = 6  # where the longest series does not finish in its bound
 SERIES_SECONDS = 7.0  # the library's longest, log_ndtr's f'': 67742 SymPy objects, 4.5 s
-OTHER_SYMBOLS_SERIES_SECONDS = 2.5  # the library's longest with other args: 6702 objects
-VARIANT_SECONDS = 3.0  # each of cancel, factor, simplify, collect of one derivative
+OTHER_SYMBOLS_SERIES_SECONDS = 1.5  # the library's longest with other args: 6702 objects
+VARIANT_SECONDS = 1.5  # each of cancel, factor, simplify, collect of one derivative (at most 0.4)
 # A rewrite more than this many times the size of the derivative is dropped: factor writes
 # 1 + exp(-851*x/500) as a polynomial of degree 851 in exp(x/500), cyclotomic factors and all
 # (1378 operations), and every later candidate of it costs minutes.

@@ -20,7 +20,7 @@ import sympy as sp
 
 from codegen.timebound import bounded
 
-CONJUGATE_SECONDS = 2.0  # for all rewrites of one derivative
+CONJUGATE_SECONDS = 1.0  # for all rewrites of one derivative
 MAX_SUMS = 4  # sums rewritten per candidate: each doubles the pieces computed
 
 

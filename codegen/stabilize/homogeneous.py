@@ -33,7 +33,7 @@ from codegen.stabilize.products import spread_forms
 from codegen.stabilize.rules import apply_rules
 from codegen.timebound import bounded
 
-HOMOGENEOUS_SECONDS = 1.0  # for the check and the rewrite of one form
+HOMOGENEOUS_SECONDS = 0.5  # for the check and the rewrite of one form
 DEGREE_DENOMINATORS = (1, 2, 3, 4)  # degrees are rationals with these denominators
 _POINTS = 2
 _DIGITS = 30

@@ -33,7 +33,7 @@ DEGREES = (8, 16, 24, 32)
 SPACING = 1.5  # neighbouring centers differ by this factor
 MAX_CENTERS = 6
 COEFFICIENT_PRECISION = 400  # bits of the balls the coefficients are computed in
-SECONDS = 2.0  # seconds of work (`timebound`) for the coefficients about one center
+SECONDS = 1.0  # seconds of work (`timebound`) for the coefficients about one center
 
 
 def centers(values: np.ndarray) -> list[float]:

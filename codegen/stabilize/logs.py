@@ -24,7 +24,7 @@ from sympy.codegen.cfunctions import log1p
 from codegen.stabilize.products import ratio_forms
 from codegen.timebound import bounded
 
-LOG_SECONDS = 2.0  # for the rewrites of one form
+LOG_SECONDS = 1.0  # for the rewrites of one form
 MAX_LOGS = 4  # sums with more log terms are left alone
 MAX_GROWTH = 3  # u may be at most this many times the size of the logs it replaces
 
