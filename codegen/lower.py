@@ -14,6 +14,7 @@ divide by zero, and no gradient of a branch not taken can turn into NaN.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -31,7 +32,9 @@ from codegen.composites import (
 from codegen.front.functions import by_class, hypot
 from codegen.front.rounding import exponent_head, opened
 from codegen.gamma_lowering import lower_gamma_difference
-from codegen.pieces import Pieces, free_symbols_of, lower_pieces
+from codegen.pieces import Pieces, free_symbols_of, lower_pieces, lowering_for_values_only
+
+LOWERED_CACHE_SIZE = 8192  # programs kept (`lower_each`); a build lowers a few hundred forms
 
 
 @dataclass(frozen=True)
@@ -311,11 +314,31 @@ def lower_each(
     (they are stopped), and their branches skip the clip. Each output is made NaN where an
     input named in `carry_nan_of` is NaN, and broadcast against it (for forms free of it).
     `clipped_pairs` follow in the same program with every branch clipped (`stabilize.cost`).
+
+    Memoized: the stabilizer lowers most forms several times (to measure them, to count
+    their ops, to cost them with their siblings), and a Program depends on nothing else.
     """
+    return _lowered(
+        _hashable(pairs),
+        prefix,
+        frozenset(unclipped),
+        tuple(carry_nan_of),
+        _hashable(clipped_pairs),
+        lowering_for_values_only(),
+    )
+
+
+def _hashable(pairs) -> tuple:
+    return tuple((expr, tuple(env.items())) for expr, env in pairs)
+
+
+@functools.lru_cache(maxsize=LOWERED_CACHE_SIZE)
+def _lowered(pairs, prefix, unclipped, carry_nan_of, clipped_pairs, values_only) -> Program:
+    """`lower_each`'s program; `values_only` (`pieces`, read by `lower_pieces`) keys it."""
     b = _Builder(prefix, unclipped)
-    outputs = tuple(_carry_nan(b, _lower(b, expr, env), carry_nan_of) for expr, env in pairs)
+    outputs = tuple(_carry_nan(b, _lower(b, expr, dict(env)), carry_nan_of) for expr, env in pairs)
     b.unclipped = frozenset()
-    outputs += tuple(_lower(b, expr, env) for expr, env in clipped_pairs)
+    outputs += tuple(_lower(b, expr, dict(env)) for expr, env in clipped_pairs)
     return _live(Program(tuple(b.steps), outputs), prefix)
 
 

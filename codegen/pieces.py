@@ -46,6 +46,11 @@ def values_only():
         _VALUES_ONLY.reset(token)
 
 
+def lowering_for_values_only() -> bool:
+    """Whether lowering is inside `values_only` now."""
+    return _VALUES_ONLY.get()
+
+
 _RELATIONS = {
     sp.StrictLessThan: ("less", "greater"),
     sp.LessThan: ("less_equal", "greater_equal"),
