@@ -76,6 +76,7 @@ def _out(out_dir: Path | None, backend: str, ui: Terminal) -> Path:
 
 def _renderer(ui: Terminal, jobs: int, max_ops: int, backend: str = "tf"):
     """A function building specs into module text, with progress, in `jobs` processes."""
+    import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     from functools import partial
 
@@ -86,7 +87,10 @@ def _renderer(ui: Terminal, jobs: int, max_ops: int, backend: str = "tf"):
         with ui.progress(len(specs), "building") as advance:
             if jobs <= 1 or len(specs) <= 1:
                 return [_done(work(spec), spec, advance) for spec in specs]
-            with ProcessPoolExecutor(max_workers=jobs) as pool:
+            # spawn, not fork: a process that imported JAX or TensorFlow (a test run, a
+            # notebook) has threads, and a forked child can deadlock on a lock one held
+            spawn = multiprocessing.get_context("spawn")
+            with ProcessPoolExecutor(max_workers=jobs, mp_context=spawn) as pool:
                 reparsed = partial(_build_reparsed, max_ops=max_ops, backend=backend)
                 futures = [pool.submit(reparsed, spec) for spec in specs]
                 return [_done(f.result(), spec, advance) for f, spec in zip(futures, specs)]
