@@ -328,6 +328,11 @@ def lower_each(
     )
 
 
+def clear_lowered() -> None:
+    """Forget the programs lowered so far (`pipeline.build` starts each build without them)."""
+    _lowered.cache_clear()
+
+
 def _hashable(pairs) -> tuple:
     return tuple((expr, tuple(env.items())) for expr, env in pairs)
 

@@ -11,6 +11,7 @@ from sympy.core.cache import clear_cache
 from codegen.backends import emit
 from codegen.derive import DEFAULT_MAX_OPS, derive
 from codegen.front.spec import Spec
+from codegen.lower import clear_lowered
 from codegen.stabilize import stabilize
 
 
@@ -19,6 +20,8 @@ def build(spec: Spec, max_ops: int = DEFAULT_MAX_OPS, backend: str = "tf") -> st
 
     SymPy's cache starts empty: what an earlier spec left in it can change how SymPy writes
     this one's derivatives (erfc(-u) kept whole or turned into 2 - erfc(u)), so the bytes
-    would depend on which specs one process built before."""
+    would depend on which specs one process built before. Lowered programs are forgotten
+    too, so a process that builds many specs does not keep every form of the earlier ones."""
     clear_cache()
+    clear_lowered()
     return emit(stabilize(derive(spec, max_ops)), backend)
