@@ -374,3 +374,19 @@ def test_default_cache_dir(monkeypatch, tmp_path):
         monkeypatch.setenv("XDG_CACHE_HOME", "relative/is/ignored")  # as the XDG spec says
         assert accuracy.default_cache_dir() == tmp_path / "home" / ".cache" / "hogen"
     assert accuracy.default_cache_dir().is_absolute()  # never the working folder
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_cancellation_of_any_depth_is_rounded_correctly(dtype):
+    """(cosh(x) - 1)/x**2 - 1/2 = x**2/24 + x**4/720 + ... cancels about 2*log2(1/x) bits:
+    from 40 bits at 1e-6 to 1000 at 1e-150, so rows climb the precision ladder (balls around
+    0 first, then finite ones) to different heights; each still comes out correctly rounded
+    (the series' next term is far below half a unit of either format)."""
+    f = (sp.cosh(x) - 1) / x**2 - sp.Rational(1, 2)
+    xs = [1e-6, 1e-12, 1e-20, 1e-30, 1e-60, 1e-100, 1e-150] if dtype == "float64" else [1e-6]
+    xs += [1e-3, 1e-9, 1e-15, 1e-18]  # float32: x**2/24 stays above its smallest normal
+    pts = np.array([[v] for v in xs], dtype=dtype)
+    got = reference(f, (x,), pts, dtype)
+    for value, v in zip(got, pts[:, 0], strict=True):
+        q = Fraction(float(v)) ** 2
+        assert value == nearest(q / 24 + q * q / 720 + q**3 / 40320, dtype), v

@@ -30,6 +30,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import flint
 import numpy as np
 import sympy as sp
 from sympy.codegen.cfunctions import expm1, log1p
@@ -59,6 +60,8 @@ DTYPES = ("float32", "float64")
 MEAN_LIMIT = 1.5
 P99_LIMIT = 8.0
 _START_PREC, _MAX_PREC = {"float32": 64, "float64": 128}, 2**14
+_PRECISION_MARGIN = 16  # bits beyond the format's that a ball's next precision aims for
+_CHEAP_PREC = 1024  # below it arb's functions cost about the same at any precision
 _CACHE_VERSION = b"hogen-accuracy-3"  # 3: erfc past 1e4 through erfcx
 LIMIT_SECONDS = 2.0  # SymPy's limit at a point where an operand is 0 (x/x, sin(x)/x)
 LIMITS_BUDGET_SECONDS = 5.0  # all limits of one reference call, in work (`timebound`): at
@@ -95,28 +98,55 @@ def _evaluate(
 
 def _evaluate_joint(exprs, symbols: tuple[sp.Symbol, ...], points, dtype: str) -> list:
     """The references of several expressions at the same points, each as `_evaluate` finds
-    it, with one run of their shared ops per point and precision (`compile_joint`)."""
+    it, with one run of their shared ops per point and precision (`compile_joint`).
+
+    Each row is run again at the precision its widest unresolved ball asks for
+    (`_next_precision`), not only at the next one: the value a ball rounds to does not
+    depend on the precision that resolved it."""
     progs = compile_joint(exprs, symbols)
     rows = [tuple(float(v) for v in row) for row in points]
     outs = [np.full(len(rows), np.nan) for _ in progs]
     status = [["again"] * len(rows) for _ in progs]
-    todo, prec, cones = list(range(len(rows))), _START_PREC[dtype], {}
-    while todo and prec <= _MAX_PREC:
+    prec, cones = _START_PREC[dtype], {}
+    due = dict.fromkeys(range(len(rows)), prec)  # row -> the precision it runs at next
+    while due and prec <= _MAX_PREC:
         with precision(prec):
             leaves = [leaf(c) for c in progs[0].leaves]
-            for i in todo:
+            for i in [i for i, p in due.items() if p == prec]:
                 wanted = tuple(k for k in range(len(progs)) if status[k][i] in _AGAIN)
                 if wanted not in cones:
                     cones[wanted] = _ops_of(progs, wanted)
                 vals = run_row(progs[0], rows[i], leaves, cones[wanted])
                 for k in wanted:
                     status[k][i], outs[k][i] = outcome(progs[k], vals, dtype)
-        todo = [i for i in todo if any(s[i] in _AGAIN for s in status)]
+                due[i] = _next_precision(progs, wanted, status, i, vals, dtype)
+        due = {i: p for i, p in due.items() if any(s[i] in _AGAIN for s in status)}
         prec *= 2
     if len(symbols) == 1:
         for expr, out, its_status in zip(exprs, outs, status, strict=True):
             _limits_where_zero(expr, symbols[0], rows, out, its_status, dtype)
     return [out.astype(dtype) for out in outs]
+
+
+def _next_precision(progs, wanted, status, i: int, vals: list, dtype: str) -> int:
+    """The precision row `i` runs at next, on the doubling ladder and at most `_MAX_PREC`:
+    twice this one; four times where an unresolved ball still contains 0 and runs are cheap
+    (below `_CHEAP_PREC`); or, where an unresolved ball is finite and away from 0, enough for
+    the bits this precision lost (its relative accuracy), the format's and a margin."""
+    prec, needed = flint.ctx.prec, 0
+    for k in wanted:
+        ball = vals[progs[k].root]
+        if status[k][i] != "again" or not ball.is_finite():
+            continue
+        if ball.contains(0):
+            needed = max(needed, 4 * prec if prec < _CHEAP_PREC else 0)
+        else:
+            lost = prec - ball.rel_accuracy_bits()
+            needed = max(needed, lost + FORMAT[dtype][0] + _PRECISION_MARGIN)
+    nxt = 2 * prec
+    while nxt < needed and nxt < _MAX_PREC:
+        nxt *= 2
+    return nxt
 
 
 def _ops_of(progs: tuple, wanted: tuple[int, ...]) -> tuple[int, ...] | None:
@@ -259,9 +289,8 @@ def bits_error(approx: np.ndarray, exact: np.ndarray, dtype: str) -> np.ndarray:
     a, e = np.asarray(approx).astype(t), np.asarray(exact).astype(t)
     oa, oe = ordinal(a), ordinal(e)
     same_side = np.abs(oa - oe).astype(np.float64)  # exact in int64 when signs agree
-    bits = portable.log2(
-        1.0
-        + np.where(
+    bits = _log2_1p(
+        np.where(
             (oa >= 0) == (oe >= 0),
             same_side,
             np.abs(oa).astype(np.float64) + np.abs(oe).astype(np.float64),
@@ -273,6 +302,20 @@ def bits_error(approx: np.ndarray, exact: np.ndarray, dtype: str) -> np.ndarray:
         bits[np.isinf(e)] = np.where(a == e, 0.0, width)[np.isinf(e)]
     bits[np.isnan(e)] = np.nan
     return bits
+
+
+_SMALL_DISTANCES = 1024
+_LOG2_1P_SMALL = portable.log2(1.0 + np.arange(_SMALL_DISTANCES, dtype=np.float64))
+
+
+def _log2_1p(distance: np.ndarray) -> np.ndarray:
+    """portable.log2(1 + distance) of whole numbers of units; the small ones (most points of
+    most forms) from a table of the same function's values."""
+    out = np.empty_like(distance)
+    small = distance < _SMALL_DISTANCES
+    out[small] = _LOG2_1P_SMALL[distance[small].astype(np.intp)]
+    out[~small] = portable.log2(1.0 + distance[~small])
+    return out
 
 
 def failure_mask(approx: np.ndarray, exact: np.ndarray, dtype: str) -> np.ndarray:

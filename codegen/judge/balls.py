@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import operator
 from dataclasses import dataclass
 
 import flint
@@ -236,13 +237,18 @@ def _logic_op(node: sp.Basic, visit) -> _Op | None:
     return None
 
 
+def _folded(combine):
+    return lambda *a: functools.reduce(combine, a)
+
+
 def _op_for(node: sp.Expr, visit) -> _Op:
     logic = _logic_op(node, visit)
     if logic is not None:
         return logic
     if isinstance(node, (sp.Add, sp.Mul)):
-        fold = sum if isinstance(node, sp.Add) else math.prod
-        return _Op(lambda *a: fold(a), tuple(visit(a) for a in node.args))
+        combine = operator.add if isinstance(node, sp.Add) else operator.mul
+        args = tuple(visit(a) for a in node.args)  # (a + b) + c, as sum() with no 0 first
+        return _Op(combine if len(args) == 2 else _folded(combine), args)
     if isinstance(node, sp.Pow):
         return _pow_op(visit(node.args[0]), node.args[1], visit)
     if isinstance(node, sp.UnevaluatedExpr):
