@@ -14,7 +14,7 @@ Two grammars, because of known bugs (each pinned by a strict xfail at the end of
 - over [x, y], the whole grammar with calls nested in calls: with two args the stabilizer
   skips Taylor-series candidates, so builds are quick;
 - over [x], calls of the arg scaled or raised (`sin(3*x)`, `erf(x**2)`), not nested, and no
-  `sigmoid`/`softplus`: today `candidates.series_forms` runs `sympy.series(expr, x, 0, 16)`
+  `sigmoid`/`softplus`: today `taylor.series_forms` runs `sympy.series(expr, x, 0, 16)`
   without a bound, and `sigmoid(x)`, `softplus(-x)`, `erf(x + 2)` or `exp(exp(x))` take
   minutes to build.
 Both leave out the bug classes that end in an internal error today: softplus of a constant

@@ -21,10 +21,10 @@ from codegen.front.spec import load_spec
 from codegen.judge.accuracy import bits_error
 from codegen.judge.numeric import run
 from codegen.lower import Regimes, free_symbols, lower
-from codegen.stabilize.candidates import series_forms
 from codegen.stabilize.conjugates import conjugate_forms
 from codegen.stabilize.selection import choose
 from codegen.stabilize.split_on import coordinate, split_expressions
+from codegen.stabilize.taylor import series_forms
 
 x, y = sp.symbols("x y", real=True)
 mpmath.mp.dps = 50

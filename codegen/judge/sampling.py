@@ -37,9 +37,10 @@ def _inner_edges(lo: float, hi: float, dtype: str) -> tuple:
     """The smallest and largest finite floats of `dtype` in [lo, hi]."""
     t = np.dtype(dtype).type
     fmax = float(np.finfo(t).max)
-    lo_f, hi_f = t(max(lo, -fmax)), t(min(hi, fmax))
-    lo_f = np.nextafter(lo_f, t(np.inf)) if lo_f < lo else lo_f
-    return lo_f, (np.nextafter(hi_f, t(-np.inf)) if hi_f > hi else hi_f)
+    with np.errstate(over="ignore"):  # a bound past float32's range compares as inf
+        lo_f, hi_f = t(max(lo, -fmax)), t(min(hi, fmax))
+        lo_f = np.nextafter(lo_f, t(np.inf)) if lo_f < lo else lo_f
+        return lo_f, (np.nextafter(hi_f, t(-np.inf)) if hi_f > hi else hi_f)
 
 
 def _specials(lo: float, hi: float, dtype: str) -> np.ndarray:

@@ -6,7 +6,7 @@ c spread over those values, several degrees each, with coefficients f^(k)(c)/k! 
 by Taylor-mode arithmetic on python-flint's `arb_series` (no symbolic derivatives: they
 grow with every order) and rounded once to float64.
 
-Series at 0 and at ±inf (`candidates.series_forms`, `asymptotic`) repair the ends of the
+Series at 0 and at ±inf (`taylor.series_forms`, `asymptotic`) repair the ends of the
 range. Between them a form can cancel where neither expansion converges fast enough:
 f'' of exp(x**2/2)*erfc(x/sqrt(2)) is (1 + x**2)*f - x*sqrt(2/pi), which cancels
 x**4/2-fold (13 bits at x = 8), while the expansion at +inf needs x > 9 to reach float64.

@@ -25,7 +25,6 @@ import sympy as sp
 from codegen.judge import accuracy
 from codegen.lower import op_count
 from codegen.stabilize.asymptotic import asymptotic_forms
-from codegen.stabilize.candidates import series_candidates
 from codegen.stabilize.compensated import compensated, exact_exponents
 from codegen.stabilize.homogeneous import halved_forms, homogeneous_forms
 from codegen.stabilize.local_series import local_series_forms
@@ -34,6 +33,7 @@ from codegen.stabilize.measuring import Candidate, Samples
 from codegen.stabilize.products import spread_forms
 from codegen.stabilize.regimes import complementary_labels
 from codegen.stabilize.squares import square_split
+from codegen.stabilize.taylor import series_candidates
 
 
 def lowers(form: sp.Expr) -> bool:

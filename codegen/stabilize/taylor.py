@@ -1,0 +1,72 @@
+"""Taylor polynomials of one derivative about a point, as candidate forms.
+
+In: a SymPy derivative, the arg it is expanded in, and the point (0 unless given). Out:
+`(label, form)` pairs, the series truncated at several lengths (`series x<n>`) in Horner
+form, and `series_candidates`, those at 0 and the zero form. They are approximations:
+`stabilize` uses one only inside the interval where it measured it accurate (the regimes
+near a removable singularity, or where the value underflows). SymPy's series has no size
+bound of its own, so each expansion runs under a bound of work (`timebound`).
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from codegen.timebound import SymPyTimeout, budgeted_limit
+
+SERIES_TERMS = (3, 6, 10, 16)
+# SymPy's series has no size bound (exp(exp(x)) to 16 terms runs for minutes): past this
+# many seconds of work (`timebound`) the series candidates are skipped. Typical series take
+# well under a second.
+FALLBACK_SERIES_TERMS = 6  # where the longest series does not finish in its bound
+SERIES_SECONDS = 7.0  # the library's longest, log_ndtr's f'': 67742 SymPy objects, 4.5 s
+OTHER_SYMBOLS_SERIES_SECONDS = 1.5  # the library's longest with other args: 6702 objects
+
+
+def series_candidates(expr: sp.Expr, arg: sp.Symbol) -> list[tuple[str, sp.Expr]]:
+    """Taylor series of `expr` at 0 (truncated at several lengths) and the zero form, for
+    regimes of a one-arg function: pieces near a removable singularity, or where the value
+    underflows (exact there, and never NaN)."""
+    return [*series_forms(expr, arg), ("series zero", sp.S.Zero)]
+
+
+def series_forms(expr: sp.Expr, arg: sp.Symbol, point: int = 0) -> list[tuple[str, sp.Expr]]:
+    """Taylor polynomials of `expr` about `point`, several degrees, for cancellation near it.
+
+    The expansion and the polynomial in `arg` are built under one bound: with other args in
+    the coefficients, building the polynomial can cost more than the series. Where the
+    longest does not finish in it, a shorter one may: (1 + x*y)**(1/y)'s f_y in y takes
+    over 5 s to 16 terms, 1 s to 6. With other symbols in the coefficients both get a
+    shorter bound: lbeta's longest never finish, and a two-arg spec's shorter one ran to its
+    bound at about 6000 SymPy objects a second (25 CPU s)."""
+    others = bool(expr.free_symbols - {arg})
+    seconds = OTHER_SYMBOLS_SERIES_SECONDS if others else SERIES_SECONDS
+    for terms in (max(SERIES_TERMS), FALLBACK_SERIES_TERMS):
+        try:
+            with budgeted_limit(seconds, "series"):
+                return _taylor(expr, arg, point, terms)
+        except SymPyTimeout:
+            continue
+        except Exception:  # noqa: BLE001 - SymPy raises many kinds
+            return []
+    return []
+
+
+def _taylor(expr: sp.Expr, arg: sp.Symbol, point: int, terms: int) -> list[tuple[str, sp.Expr]]:
+    longest = sp.series(expr, arg, point, terms).removeO()
+    in_arg = [f for f in longest.atoms(sp.log) if arg in f.free_symbols]
+    if in_arg or longest.has(sp.Order, sp.I) or not longest.is_polynomial(arg):
+        return []  # log(arg): no Taylor series; I: complex at 0
+    return _truncations(sp.Poly(longest, arg), arg, terms)
+
+
+def _truncations(poly: sp.Poly, arg: sp.Symbol, most: int) -> list[tuple[str, sp.Expr]]:
+    out = []
+    for terms in (t for t in SERIES_TERMS if t <= most):
+        truncated = sum(
+            (coeff * arg**power for (power,), coeff in poly.terms() if power < terms), sp.S.Zero
+        )
+        if truncated != 0:
+            horner = sp.horner(truncated, arg) if truncated.free_symbols else truncated
+            out.append((f"series x<{terms}>", horner))
+    return out
