@@ -170,11 +170,7 @@ def _apply(op: str, args: list[np.ndarray], dtype) -> np.ndarray:
 
 def _flush_subnormals(values: np.ndarray) -> np.ndarray:
     """TensorFlow on CPU flushes subnormal results to zero; so does the mirror."""
-    tiny = _TINY.get(values.dtype)
-    subnormal = np.abs(values) < (np.finfo(values.dtype).tiny if tiny is None else tiny)
+    subnormal = np.abs(values) < np.finfo(values.dtype).tiny
     if not subnormal.any():
         return values
     return np.where(subnormal, np.zeros_like(values) * np.sign(values), values)
-
-
-_TINY = {np.dtype(t): np.finfo(t).tiny for t in (np.float16, np.float32, np.float64)}
