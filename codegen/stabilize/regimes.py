@@ -34,6 +34,11 @@ PIECE_PENALTY = 8.0
 # tenths of a bit off the mean at the price of more ops and selects.
 COST_FLOOR = 3.0
 MAX_FORMS = 8
+# A piece of a split on one of several args (or on an expression of them) samples the other
+# args at its own points only: one holding a point or two fixes those points, not a band.
+# d_sqrt_x2_plus_y_plus_x (x + sqrt(x**2 + y)) had y in [171, 174) take -y/(2*x), right at
+# the one float32 point there, at x = -3e38, and 31 bits off at x = 3.8e-34, y = 172.4.
+SEVERAL_ARGS_LEAST = 8
 
 
 @dataclass(frozen=True)
@@ -60,18 +65,22 @@ def _merged(
     return x[order], cost[:, order], np.concatenate(groups)[order]
 
 
-def _latest_starts(groups: np.ndarray) -> np.ndarray:
+def _latest_starts(groups: np.ndarray, least: int = 1) -> np.ndarray:
     """For each piece end j = 1..n (at index j - 1), the latest start s such that the points
-    [s, j) hold at least one point of every dtype; -1 where there is none.
+    [s, j) hold at least `least` points of every dtype; -1 where there is none.
 
     A piece chosen at float32's points alone ships in float64 too, unmeasured: exprel's f'
     once took a Taylor series at 0 on [88.8, 91.2), where float32's exp overflows and the
     series was the least bad, and was wrong by 58 bits there in float64."""
-    positions = np.arange(len(groups))
-    last_seen = [
-        np.maximum.accumulate(np.where(groups == g, positions, -1)) for g in np.unique(groups)
-    ]
-    return np.min(last_seen, axis=0)
+    latest = np.full(len(groups), len(groups), dtype=np.int64)
+    for g in np.unique(groups):
+        at = np.nonzero(groups == g)[0]
+        seen = np.cumsum(groups == g)  # points of g in [0, j)
+        enough = seen >= least
+        nth_last = np.full(len(groups), -1, dtype=np.int64)
+        nth_last[enough] = at[seen[enough] - least]
+        latest = np.minimum(latest, nth_last)
+    return latest
 
 
 def _column(points: np.ndarray, column: int) -> np.ndarray:
@@ -85,14 +94,14 @@ def regime_cost(bits: np.ndarray) -> np.ndarray:
 
 
 def _split_points(
-    n_pieces: int, x: np.ndarray, cost: np.ndarray, groups: np.ndarray
+    n_pieces: int, x: np.ndarray, cost: np.ndarray, groups: np.ndarray, least: int = 1
 ) -> list[tuple[int, int]]:
     """Best (start index, form index) per piece for at most `n_pieces` pieces, each holding
-    points of every dtype in `groups`."""
+    at least `least` points of every dtype in `groups`."""
     k, n = cost.shape
     prefix = np.concatenate([np.zeros((k, 1)), np.cumsum(cost, axis=1)], axis=1)
     allowed = np.concatenate([[True], x[1:] > x[:-1], [True]])
-    latest = _latest_starts(groups)
+    latest = _latest_starts(groups, least)
     supported, latest = latest >= 0, np.maximum(latest, 0)
     best = prefix.min(axis=0)  # one piece ending at j: best single form over [0, j)
     best[1:][~supported] = np.inf
@@ -223,19 +232,23 @@ def best_regimes(
 ) -> RegimeChoice | None:
     """The best piecewise combination of the measured candidates, split on `arg` (the points'
     `column`, or where `arg` is an expression of several args, `coordinate(points)`), or
-    None."""
+    None. Where the points have several args, each piece holds `SEVERAL_ARGS_LEAST` points
+    of each dtype or more."""
     if coordinate is None:
         coordinate = functools.partial(_column, column=column)
-    ranked = sorted(tried, key=lambda c: sum(np.nansum(bits[c.label][d]) for d in points))
+    ranked = sorted(tried, key=lambda c: _preference(c, bits, points))
     labels = useful_labels(ranked, bits, points)
     # Forms accurate where the best ranked are not (overflow-safe ones near an overflow) and
     # series, accurate only near their point, rank low on totals: they join too.
     complements = complementary_labels(ranked, bits, points, MAX_FORMS)
     labels += [label for label in complements if label not in labels]
     labels += [c.label for c in ranked if c.label.startswith("series") and c.label not in labels]
+    # regimes on another line rank last (`_preference`) but are never left out for that
+    labels += [c.label for c in ranked if c.label.startswith("regimes") and c.label not in labels]
     forms = {c.label: c.form for c in ranked}
     x, cost, groups = _merged(bits, points, labels, coordinate)
-    pieces = _split_points(MAX_PIECES, x, cost, groups)
+    least = SEVERAL_ARGS_LEAST if next(iter(points.values())).shape[1] > 1 else 1
+    pieces = _split_points(MAX_PIECES, x, cost, groups, least)
     merged = []
     for start, form in pieces:
         if merged and merged[-1][1] == form:
@@ -249,6 +262,16 @@ def best_regimes(
     label = " | ".join(labels[form] for _, form in merged)
     bounds, closed = tuple(b for b, _ in splits), tuple(c for _, c in splits)
     return RegimeChoice(label, Regimes(arg, bounds, chosen, closed), gaps)
+
+
+def _preference(candidate, bits: dict, points: dict) -> tuple:
+    """The order in which forms join regimes, which also settles ties: closed forms before
+    regimes found on another line (their pieces fit the sampled points: where one ties a
+    closed form on every point of a piece, the closed form holds between them too; a nested
+    regime that tied hypot(hypot(1, x), y) - 1 on every point above hypot(x, y) = 0.7 held a
+    conjugate piece that is NaN at x = 1.7e266, y = 1.8e-4), then the least total error."""
+    total = sum(np.nansum(bits[candidate.label][d]) for d in points)
+    return candidate.label.startswith("regimes"), total
 
 
 def regime_columns(spec, partial) -> list[int]:
