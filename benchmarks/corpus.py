@@ -17,7 +17,7 @@ measurement on the paths of `--paths`, worst reported, as `hogen verify` does), 
 
     python benchmarks/corpus.py                      # both parts, 2000 points, -j 2
     python benchmarks/corpus.py --part dev --samples 400 --only d_silu
-    python benchmarks/corpus.py --seed 2     # at points no build chose its forms on
+    python benchmarks/corpus.py --seed 0     # at points the builds chose their forms on
     python benchmarks/corpus.py --paths none --json b.json  # build times and output digests
 """
 
@@ -41,6 +41,9 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "benchmarks" / "corpus"
 PARTS = ("dev", "heldout")
+sys.path.insert(0, str(ROOT))
+
+from codegen.judge import VERIFY_SEED  # noqa: E402 - after the path; imports no NumPy
 
 
 def load_entries(parts: tuple[str, ...], only: list[str] | None) -> list[dict]:
@@ -72,7 +75,6 @@ def child(
 ) -> None:
     """In a child process: build (timed), write the status, then measure with TensorFlow; or,
     with `paths` REBUILD, build again (timed) and compare the bytes with the first build's."""
-    sys.path.insert(0, str(ROOT))
     status = Path(status_path)
     from codegen.front.spec import load_spec
     from codegen.pipeline import build
@@ -125,7 +127,7 @@ def _run_child(args: list[str], timeout: float, env: dict) -> str:
     return _last_line(proc.stderr) if proc.returncode else ""
 
 
-def run_one(entry: dict, samples: int, timeout: float, paths: str, seed: int = 0) -> dict:
+def run_one(entry: dict, samples: int, timeout: float, paths: str, seed: int = VERIFY_SEED) -> dict:
     """Build and measure one entry in a child process; the row of the report."""
     with tempfile.TemporaryDirectory(prefix="hogen-corpus-") as tmp:
         spec_path, status = Path(tmp) / f"{entry['name']}.yaml", Path(tmp) / "status.json"
@@ -214,7 +216,10 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", help="names of the entries to run")
     parser.add_argument("--samples", type=int, default=2000, help="points per dtype")
     parser.add_argument(
-        "--seed", type=int, default=0, help="measure at these points (0: those builds chose on)"
+        "--seed",
+        type=int,
+        default=VERIFY_SEED,
+        help=f"measure at these points ({VERIFY_SEED}: verify's; 0, 1: those builds chose on)",
     )
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per expression")
     parser.add_argument("-j", "--jobs", type=int, default=2)

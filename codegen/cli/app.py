@@ -21,6 +21,7 @@ import typer
 
 from codegen.cli import outputs
 from codegen.cli.terminal import Terminal
+from codegen.judge import VERIFY_SEED
 
 app = typer.Typer(
     add_completion=False,
@@ -311,7 +312,9 @@ def verify_command(
     backend: str = BACKEND,
     json_path: Path | None = typer.Option(None, "--json", help="Also write the figures as JSON."),
     samples: int = typer.Option(2000, help="Sample points per dtype."),
-    seed: int = typer.Option(0, help="Points of another seed than 0: ones no build chose on."),
+    seed: int = typer.Option(
+        VERIFY_SEED, help="The points' seed; 0 and 1 give those builds choose forms on."
+    ),
 ) -> None:
     """Run the generated ops in their framework and measure them against the exact reference."""
     ui = Terminal()

@@ -39,13 +39,15 @@ from codegen.front.functions import sigmoid, softplus
 from codegen.judge import portable
 from codegen.judge.balls import compile_joint, leaf, outcome, precision, run_row
 from codegen.judge.nearest import FORMAT
-from codegen.judge.sampling import ordinal, sample_points
+from codegen.judge.sampling import CHOICE_SEEDS, VERIFY_SEED, ordinal, sample_points
 from codegen.timebound import WORK_PER_SECOND, SymPyTimeout, time_limit, work_done
 
 __all__ = [
+    "CHOICE_SEEDS",
     "DTYPES",
     "MEAN_LIMIT",
     "P99_LIMIT",
+    "VERIFY_SEED",
     "Figures",
     "sample_points",
     "ordinal",

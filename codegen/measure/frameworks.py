@@ -45,7 +45,7 @@ def verify_spec(
     samples: int = 2000,
     backend: str = "jax",
     extra_tools=None,
-    seed: int = 0,
+    seed: int = accuracy.VERIFY_SEED,
 ):
     """Figures of the generated op, of naive autodiff and of `extra_tools` ({name: callable
     on the args}) in `backend`, every partial, float32 and float64 (`verify.measured_rows`)."""

@@ -197,7 +197,8 @@ def render_markdown(
         "",
         'Every figure is measured as docs/design.md ("Accuracy, defined") defines '
         f"it. Per op and dtype, {samples} points "
-        "(seed 0): the design's special points, then half drawn uniformly over the dtype's bit "
+        f"(seed {accuracy.VERIFY_SEED}, whose draws no build chose its forms on): the "
+        "design's special points, then half drawn uniformly over the dtype's bit "
         "patterns inside the domain, half with magnitudes log-uniform in [2^-20, 2^10]. The "
         "exact value of each partial comes from python-flint `arb` balls at doubling "
         "precision. Error in bits is `log2(1 + |ord(approx) - ord(exact)|)`: 0 is exact, "
