@@ -58,9 +58,14 @@ def _interval(low: str, high: str, arg=None) -> str:
 
 
 def _figures_text(choice: Choice) -> str:
+    """The chosen form's figures at the build's points; where it breaks the promise there (no
+    candidate kept it), its failures and that it does, so the docstring claims no more."""
     parts = []
     for dtype, fig in zip(accuracy.DTYPES, choice.shipped_figures()):
-        parts.append(f"{dtype} mean {fig.mean_bits:.2f} / p99 {fig.p99_bits:.1f} bits")
+        text = f"{dtype} mean {fig.mean_bits:.2f} / p99 {fig.p99_bits:.1f} bits"
+        if fig.failures:
+            text += f" / {fig.failures} failing point{'s' if fig.failures > 1 else ''}"
+        parts.append(text + ("" if fig.keeps_promise() else " (breaks the promise)"))
     suffix = " (float32 computed in float64)" if choice.promote_float32 else ""
     return "measured " + ", ".join(parts) + suffix
 
@@ -131,6 +136,14 @@ def domain_sentence(spec, backend: str = "tf") -> str:
     )
 
 
+def _broken_sentence(partials: list[str]) -> str:
+    """What a docstring says where no candidate the build measured kept the promise."""
+    return (
+        f"No form the build measured keeps the promise for {', '.join(partials)}: each misses "
+        "it at the build's own sample points, as its figures in the private functions say."
+    )
+
+
 def public_doc(forms: StableForms, backend: str = "tf", limits: tuple[str, ...] = ()) -> str:
     """The public op's docstring; `limits` are paragraphs on what the framework cannot do."""
     spec = forms.spec
@@ -142,7 +155,8 @@ def public_doc(forms: StableForms, backend: str = "tf", limits: tuple[str, ...] 
     body += ["", *wrap(domain_sentence(spec, backend), "    ", hanging=False)]
     smooth = smoothness_sentence(spec, [c.exact for c in forms.choices if len(c.index) == 1])
     body += ["", *wrap(smooth, "    ", hanging=False)] if smooth else []
-    for paragraph in limits:
+    broken = [partial_label(spec.args, c.index) for c in forms.choices if not c.keeps_promise()]
+    for paragraph in [*limits, *([_broken_sentence(broken)] if broken else [])]:
         body += ["", *wrap(paragraph, "    ", hanging=False)]
     body += [
         "",
