@@ -288,7 +288,7 @@ MEAN_MARGIN_BITS = MEAN_ROOM_BITS  # a mean this close to its limit is worth reg
 def needs_regimes(best, margin_bits: float) -> bool:
     """A best form that breaks the promise, blows up, or keeps it within `margin_bits` of the
     p99 limit or `MEAN_MARGIN_BITS` of the mean limit (other processors round differently,
-    and verify scores a subset of the stabilizer's points): regimes may do better."""
+    and verify scores points the stabilizer did not): regimes may do better."""
     close = any(
         f.p99_bits > accuracy.P99_LIMIT - margin_bits
         or f.mean_bits > accuracy.MEAN_LIMIT - MEAN_MARGIN_BITS
