@@ -390,3 +390,26 @@ def test_cancellation_of_any_depth_is_rounded_correctly(dtype):
     for value, v in zip(got, pts[:, 0], strict=True):
         q = Fraction(float(v)) ** 2
         assert value == nearest(q / 24 + q * q / 720 + q**3 / 40320, dtype), v
+
+
+@pytest.mark.parametrize("dtype", accuracy.DTYPES)
+@pytest.mark.parametrize("domain", [FULL, ((0.0, np.inf), (-np.inf, np.inf))])
+def test_verify_scores_draws_no_build_chose_on(domain, dtype):
+    """`hogen verify`'s points (`VERIFY_SEED`) share with the points a build chooses its forms
+    on the rows of special values every seed's sample starts with, and by chance a draw or two
+    (float32's draws log-uniform in [2^-20, 2^10] take about 2.5e8 values); seed 0's points,
+    which verify scored until December 2026, are all among them."""
+    from codegen.judge.sampling import _specials
+    from codegen.stabilize.measuring import stabilizer_points
+
+    def drawn(points) -> set:
+        specials = [set(_specials(lo, hi, dtype).tolist()) for lo, hi in domain]
+        return {
+            r for r in map(tuple, points.tolist()) if any(v not in s for v, s in zip(r, specials))
+        }
+
+    assert accuracy.VERIFY_SEED not in accuracy.CHOICE_SEEDS
+    chosen_on = drawn(stabilizer_points(domain, dtype, 2000))
+    scored = drawn(sample_points(domain, dtype, 2000, accuracy.VERIFY_SEED))
+    assert len(scored) > 1500 and len(scored & chosen_on) <= 2
+    assert drawn(sample_points(domain, dtype, 2000, 0)) <= chosen_on
