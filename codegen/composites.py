@@ -120,7 +120,7 @@ def lower_compensation(b, slope, p, r, subtract: bool = False) -> str:
         error = b.emit("sub", head, b.emit("add", r, q_part))
     else:
         error = b.emit("add", head, b.emit("sub", r, q_part))
-    product = b.emit("mul", slope, error)
+    product = error if slope == 1.0 else b.emit("mul", slope, error)
     return b.emit("where_less", b.emit("abs", product), math.inf, product, 0.0)
 
 

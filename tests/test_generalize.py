@@ -262,9 +262,10 @@ def test_an_arg_whose_domain_excludes_zero_is_positive_for_rewrites():
 
 def test_regimes_split_one_arg_of_a_two_arg_partial():
     """x*exp(-x*y)'s f_y = -x**2*exp(-x*y): x**2 overflows where the product does not, and
-    exp(-x*y) underflows where it does not; regimes on x alone pick the form per range.
-    (logaddexp's f_x used to be this test's example: its compensated sigmoid(x - y) needs
-    no regimes now.)"""
+    exp(-x*y) underflows where it does not; regimes pick the form per range. (logaddexp's
+    f_x used to be this test's example: its compensated sigmoid(x - y) needs no regimes now.
+    Regimes on x alone were chosen until screening found one of their points failing that
+    the sample missed; regimes in x*y keep the promise there too.)"""
     from codegen.lower import Regimes
     from codegen.stabilize import choose
 
@@ -272,7 +273,7 @@ def test_regimes_split_one_arg_of_a_two_arg_partial():
     f_y = next(p for p in derive(spec).partials if p.index == (0, 1))
     chosen = choose(spec, f_y)
     assert chosen.keeps_promise()
-    assert isinstance(chosen.chosen.form, Regimes) and chosen.chosen.form.arg.name == "x"
+    assert isinstance(chosen.chosen.form, Regimes)
     single = min(
         (c for c in chosen.tried if not c.label.startswith("regimes")), key=lambda c: c.rank()
     )

@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from codegen.front.functions import sigmoid
+from codegen.front.functions import erfcx, sigmoid
 from codegen.judge.numeric import run
 from codegen.lower import lower
+from codegen.stabilize.candidates import erfcx_forms
 from codegen.stabilize.products import absorbed_forms, ratio_forms, spread_forms
 
 x, y = sp.symbols("x y", real=True)
@@ -116,3 +117,36 @@ def test_log_sigmoid_forms_after_rules_bring_sigmoid():
     got = _log_sigmoid_candidate_at(expr, 45.0, "float32")
     assert np.finfo(np.float32).tiny < abs(want) < 1e-36
     assert any(abs(g - want) <= 2.0**-14 * abs(want) for g in got), (got, want)
+
+
+def test_a_constant_absorbed_into_exp_has_its_rounding_compensated():
+    """1.7581*exp(x) as exp(fl(x + log c))*(1 + e): a normal float32 number where exp(x)
+    alone is subnormal and flushed (x < -87.34), and within 2 ulps of the exact value on
+    [-87.9, -60], where exp(fl(x + log c)) alone, uncompensated, is off by up to |x|/2 ulps."""
+    c = sp.Float("1.7580993408473768", 30)
+    forms = dict(absorbed_forms(c * sp.exp(x)))
+    assert list(forms) == ["absorb exp and constants"]
+    form = forms["absorb exp and constants"]
+    points = np.linspace(-87.9, -60.0, 2000).astype(np.float32)
+    exact = np.array([float(c * sp.exp(sp.Float(float(v), 30))) for v in points])
+    ulps = np.spacing(exact.astype(np.float32)).astype(np.float64)
+    got = _at(form, {"x": points}, "float32").astype(np.float64)
+    assert np.all(np.abs(got - exact) <= 2 * ulps)
+    uncompensated = _at(sp.exp(x + sp.log(c)), {"x": points}, "float32").astype(np.float64)
+    assert np.max(np.abs(uncompensated - exact) / ulps) > 8  # what the compensation gives back
+
+
+def test_erfc_as_erfcx_keeps_a_tail_product_normal():
+    """x*erfc(-x/sqrt(2))/2 (gelu) at x = -13.1 in float32 is -2.2e-38, a normal number,
+    while erfc(9.26) alone is subnormal and flushed. Written through erfcx with the product
+    absorbed into one exp it stays within the promise (8 bits) of the exact value."""
+    expr = x * sp.erfc(-x / sp.sqrt(2), evaluate=False) / 2  # SymPy would write 2 - erfc(..)
+    forms = dict(erfcx_forms(expr))
+    assert forms and all(f.has(erfcx) and not f.has(sp.erfc) for f in forms.values())
+    points = np.linspace(-13.146, -13.004, 50).astype(np.float32)
+    exact = np.array([float(expr.subs(x, sp.Float(float(v), 30)).evalf(30)) for v in points])
+    ulps = np.spacing(np.abs(exact).astype(np.float32)).astype(np.float64)
+    assert np.all(_at(expr, {"x": points}, "float32") == 0)  # flushed
+    for form in forms.values():
+        got = _at(form, {"x": points}, "float32").astype(np.float64)
+        assert np.all(np.abs(got - exact) <= 2.0**8 * ulps)

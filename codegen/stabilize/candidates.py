@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from codegen.front.functions import sigmoid, softplus
+from codegen.front.functions import erfcx, sigmoid, softplus
 from codegen.judge.numeric import rewritten_under_xla
 from codegen.lower import lower
 from codegen.stabilize.conjugates import conjugate_forms
@@ -189,6 +189,20 @@ def log_sigmoid_forms(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
     return [(f"log-sigmoid+{name}", form) for name, form in absorbed_forms(as_exp)]
 
 
+def erfcx_forms(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
+    """erfc(u) as exp(-u**2)*erfcx(u), then products absorbed into one exp: where erfc(u)
+    alone is subnormal (flushed to 0) but times a factor is a normal number (gelu's value
+    x*erfc(-x/sqrt(2))/2 near x = -13.1 in float32). erfcx overflows for u far below 0, so
+    these forms serve a regime of large u."""
+    ruled = apply_rules(expr)[0]  # 1 + erf(u) as erfc(-u) first
+    if not ruled.has(sp.erfc):
+        return []
+    as_exp = ruled.replace(
+        lambda n: n.func is sp.erfc, lambda n: sp.exp(-(n.args[0] ** 2)) * erfcx(n.args[0])
+    ).replace(lambda n: n.is_Mul and sum(f.func is sp.exp for f in n.args) > 1, _one_exp)
+    return [(f"erfcx+{name}", form) for name, form in absorbed_forms(as_exp)]
+
+
 def _one_exp(node: sp.Mul) -> sp.Expr:
     """exp(a)*exp(b)*F as exp(a + b)*F (SymPy keeps the factors apart)."""
     exps = [f.args[0] for f in node.args if f.func is sp.exp]
@@ -233,6 +247,7 @@ def candidates(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[str, sp
             raw += [(f"{label}+{name}+rules+{more}", f) for more, f in spread_forms(ruled)]
         raw += [(f"{label}+{name}", form) for name, form in difference_forms(variant, args)]
         raw += [(f"{label}+{name}", form) for name, form in log_sigmoid_forms(variant)]
+        raw += [(f"{label}+{name}", form) for name, form in erfcx_forms(variant)]
         raw += [(f"{label}+{name}", form) for name, form in absorbed_forms(variant)]
         raw += [(f"{label}+{name}", form) for name, form in reciprocal_forms(variant)]
         raw += [(f"{label}+{name}", form) for name, form in conjugate_forms(variant)]

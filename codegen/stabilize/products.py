@@ -4,7 +4,8 @@ In: a SymPy form. Out: `(label, form)` candidates (none where a rewrite leaves t
 was), each the same function with its products grouped so that near the ends of the float
 range no partial product leaves the range where the whole does not:
 
-- `absorbed_forms`: c*F*exp(u) as sign(c*F)*exp(u + log|c*F|);
+- `absorbed_forms`: c*F*exp(u) as sign(c*F)*exp(u + log|c*F|), and c*exp(u) as
+  sign(c)*exp(u + log|c|) with the exponent's rounding compensated;
 - `hypot_forms`: powers of hypot(a, b) with the bounded ratios a/hypot, b/hypot (sums of
   two squares first written as hypot(a, b)**2 by `squares_as_hypot`);
 - `reciprocal_forms`: b**-k as (1/b)**k;
@@ -21,6 +22,7 @@ import functools
 import sympy as sp
 
 from codegen.front.functions import hypot
+from codegen.front.rounding import compensation
 
 
 def _sign_and_log(rest: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
@@ -43,27 +45,52 @@ def _sign_and_log(rest: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
     return sign, log
 
 
-def _absorbed(node: sp.Expr) -> sp.Expr:
+def _absorbed(node: sp.Expr, constants: bool = False) -> sp.Expr:
     """c*F*exp(u) -> sign(c*F)*exp(u + log|c*F|): no underflow of exp(u) before the product;
-    log|c*F| as a sum over F's factors (log(x**2) overflows where 2*log|x| does not)."""
+    log|c*F| as a sum over F's factors (log(x**2) overflows where 2*log|x| does not). A
+    constant alone, c*exp(u), only with `constants` (`_absorbed_constant`)."""
     exps = [f for f in node.args if f.func is sp.exp]
     rest = sp.Mul(*[f for f in node.args if f.func is not sp.exp])
-    if len(exps) != 1 or rest.is_number or isinstance(exps[0].args[0], sp.UnevaluatedExpr):
+    if len(exps) != 1 or isinstance(exps[0].args[0], sp.UnevaluatedExpr):
         return node
+    if rest.is_number:
+        return _absorbed_constant(rest, exps[0].args[0]) if constants else node
     sign, log = _sign_and_log(rest)
     exponent = sp.UnevaluatedExpr(exps[0].args[0] + log)  # SymPy would undo it
     return sign * sp.exp(exponent)
 
 
+def _absorbed_constant(c: sp.Expr, u: sp.Expr) -> sp.Expr:
+    """c*exp(u) -> sign(c)*exp(s)*(1 + e), s = fl(u + log|c|), e its rounding error by
+    TwoSum: 1.76*exp(x) is a normal float32 down to x = -87.9, where exp(x) alone is
+    subnormal and flushed. Rounding u + log|c| costs |u|/2 ulps of the result (6 bits at
+    |u| = 88 in float32); the factor 1 + e gives them back (exp(s)*e, added, would be
+    subnormal exactly where it matters)."""
+    log = sp.log(sp.Abs(c))
+    if c.is_zero or log.is_zero or not c.is_real:
+        return c * sp.exp(u)
+    head = sp.UnevaluatedExpr(u)
+    rounded = sp.exp(sp.UnevaluatedExpr(head + log))
+    return sp.sign(c) * rounded * sp.Add(1, compensation(1, head, log), evaluate=False)
+
+
 def absorbed_forms(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
-    """Products with an exp written as one exp, for tails where exp(u) alone underflows."""
+    """Products with an exp written as one exp, for tails where exp(u) alone underflows;
+    then also constant factors absorbed, with the exponent's rounding compensated."""
     if not expr.has(sp.exp):
         return []
-    try:
-        form = expr.replace(lambda n: n.is_Mul and any(f.func is sp.exp for f in n.args), _absorbed)
-    except RecursionError:
-        return []
-    return [] if form == expr else [("absorb exp", form)]
+    out: list[tuple[str, sp.Expr]] = []
+    for label, constants in (("absorb exp", False), ("absorb exp and constants", True)):
+        try:
+            form = expr.replace(
+                lambda n: n.is_Mul and any(f.func is sp.exp for f in n.args),
+                lambda n, c=constants: _absorbed(n, c),
+            )
+        except RecursionError:
+            continue
+        if form != expr and all(form != f for _, f in out):
+            out.append((label, form))
+    return out
 
 
 def _scaled_by_hypot(node: sp.Expr, balanced: bool) -> sp.Expr:

@@ -44,6 +44,7 @@ from codegen.stabilize.refinements import (
     lowers,
     series_forms_at,
 )
+from codegen.stabilize.screening import screened
 from codegen.stabilize.search import MARGIN_BITS, Search, best_form
 from codegen.timebound import work_budget
 
@@ -163,6 +164,10 @@ def choose(
     if forms is None:
         forms = valid_candidates(spec, partial)
     best, tried = best_form(Search(spec, partial, samples, promoted), forms)
+    more = screened(spec, partial.expr, best, tried, samples, promoted)
+    if more is not None:  # failures at points the sample missed: choose knowing them
+        samples = more
+        best, tried = best_form(Search(spec, partial, samples, promoted), forms)
     best = _at_infinity(best, spec, partial, promoted)
     if promoted:
         return Choice(partial.index, partial.expr, best, tried, True, best.figures[0])

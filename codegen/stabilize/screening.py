@@ -1,0 +1,79 @@
+"""Screening a chosen form at points it was not chosen on, for failures the sample missed.
+
+In: a spec, one partial's exact expression, the form chosen for it, the other candidates
+measured, and the `Samples` it was chosen on. Out: `screened`, those samples with the points
+added where the chosen form fails (NaN, inf or 0 where the exact value is a finite normal
+number) among `SCREEN_POINTS` more per dtype of seed `SCREEN_SEED`; or None where none fails.
+
+Why: the failures met at points no build chose on are mostly a narrow band the sample
+missed, where an intermediate leaves the float range while the result does not: selu's f'
+in float32 at x = -87.85, where exp(x) is subnormal and flushed while 1.76*exp(x) is
+1.24e-38; gelu's f'' in float64 at x = 37.69, where the Gaussian underflows and x**2 times
+it is -1.6e-306. Finding such a point needs no exact value until the form's output there is
+NaN, inf, 0 or subnormal while another computation of it is a normal number: the same form
+in float64 for float32, or one of the best other candidates. Only those points get exact
+values, `MAX_SUSPECTS` per dtype at most, so screening costs the mirror's cheap evaluations.
+A band narrower than about 1/SCREEN_POINTS of the sample's spread can still be missed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from codegen.judge import accuracy
+from codegen.stabilize.measuring import Samples, evaluate, param_values
+
+SCREEN_SEED = 3  # neither the builds' seeds (judge.CHOICE_SEEDS) nor verify's (VERIFY_SEED)
+SCREEN_POINTS = 4000  # per dtype, twice verify's
+MAX_SUSPECTS = 32  # points per dtype whose exact value is computed
+PROXIES = 4  # the best ranked other candidates whose outputs say a value is normal
+
+
+def _outputs(form, spec, points: np.ndarray, dtype: str, promoted: bool) -> np.ndarray:
+    """`form` at `points` as the op computes `dtype` (float32 in float64 when `promoted`)."""
+    compute = "float64" if promoted and dtype == "float32" else dtype
+    with np.errstate(all="ignore"):
+        return evaluate(form, spec, points.astype(compute), compute).astype(dtype)
+
+
+def _normal(values: np.ndarray, dtype: str) -> np.ndarray:
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(values) & (np.abs(values) >= np.finfo(dtype).tiny)
+
+
+def _suspects(chosen, proxies, spec, points: np.ndarray, dtype: str, promoted: bool):
+    """(indices of `points` where the chosen form is not a normal number while a proxy is,
+    the chosen form's outputs)."""
+    out = _outputs(chosen.form, spec, points, dtype, promoted)
+    suspect = ~_normal(out, dtype)
+    if not suspect.any():
+        return np.zeros(0, dtype=int), out
+    others = np.zeros_like(suspect)
+    if dtype == "float32" and not promoted:
+        wide = _outputs(chosen.form, spec, points.astype("float64"), "float64", False)
+        with np.errstate(over="ignore"):
+            others |= _normal(wide.astype(dtype), dtype)
+    for proxy in proxies:
+        others |= _normal(_outputs(proxy.form, spec, points, dtype, promoted), dtype)
+    return np.nonzero(suspect & others)[0][:MAX_SUSPECTS], out
+
+
+def screened(spec, exact_expr, chosen, tried, samples: Samples, promoted: bool):
+    """`samples` with the screening points where `chosen` fails added, or None."""
+    proxies = [c for c in sorted(tried, key=lambda c: c.rank()) if c is not chosen][:PROXIES]
+    expr = exact_expr.subs(param_values(spec))
+    points, exact, found = dict(samples.points), dict(samples.exact), False
+    for dtype in accuracy.DTYPES:
+        pts = accuracy.sample_points(spec.domain, dtype, SCREEN_POINTS, SCREEN_SEED)
+        suspects, out = _suspects(chosen, proxies, spec, pts, dtype, promoted)
+        if not len(suspects):
+            continue
+        ref = accuracy.reference(
+            expr, spec.arg_symbols, pts[suspects], dtype, cache_dir=accuracy.default_cache_dir()
+        )
+        failing = accuracy.failure_mask(out[suspects], ref, dtype)
+        if failing.any():
+            found = True
+            points[dtype] = np.concatenate([points[dtype], pts[suspects][failing]])
+            exact[dtype] = np.concatenate([exact[dtype], ref[failing]])
+    return Samples(points, exact) if found else None
