@@ -179,28 +179,29 @@ def difference_forms(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[s
 def log_sigmoid_forms(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
     """sigmoid(u) as exp(-softplus(-u)), then products absorbed into one exp: where sigmoid(u)
     alone is subnormal (flushed to 0) but times a large factor is a normal number (silu's f'
-    near x = -90 in float32), so float32 needs no float64 for its tail."""
-    ruled = apply_rules(expr)[0]  # 1 - sigmoid(u) as sigmoid(-u) first: no 1 - exp(...) left
-    if not ruled.has(sigmoid):
-        return []
-    as_exp = ruled.replace(sigmoid, lambda u: sp.exp(-softplus(-u))).replace(
-        lambda n: n.is_Mul and sum(f.func is sp.exp for f in n.args) > 1, _one_exp
-    )
-    return [(f"log-sigmoid+{name}", form) for name, form in absorbed_forms(as_exp)]
+    near x = -90 in float32), so float32 needs no float64 for its tail. Rules first: 1 -
+    sigmoid(u) as sigmoid(-u), no 1 - exp(...) left."""
+    return _absorbed_through(expr, sigmoid, lambda u: sp.exp(-softplus(-u)), "log-sigmoid")
 
 
 def erfcx_forms(expr: sp.Expr) -> list[tuple[str, sp.Expr]]:
     """erfc(u) as exp(-u**2)*erfcx(u), then products absorbed into one exp: where erfc(u)
     alone is subnormal (flushed to 0) but times a factor is a normal number (gelu's value
     x*erfc(-x/sqrt(2))/2 near x = -13.1 in float32). erfcx overflows for u far below 0, so
-    these forms serve a regime of large u."""
-    ruled = apply_rules(expr)[0]  # 1 + erf(u) as erfc(-u) first
-    if not ruled.has(sp.erfc):
+    these forms serve a regime of large u. Rules first: 1 + erf(u) as erfc(-u)."""
+    return _absorbed_through(expr, sp.erfc, lambda u: sp.exp(-(u**2)) * erfcx(u), "erfcx")
+
+
+def _absorbed_through(expr: sp.Expr, func, as_exp, prefix: str) -> list[tuple[str, sp.Expr]]:
+    """`expr` with rules applied and each func(u) written as `as_exp(u)`, a product with an
+    exp; its exps merged, then `absorbed_forms` of that, labelled `prefix`+their labels."""
+    ruled = apply_rules(expr)[0]
+    if not ruled.has(func):
         return []
-    as_exp = ruled.replace(
-        lambda n: n.func is sp.erfc, lambda n: sp.exp(-(n.args[0] ** 2)) * erfcx(n.args[0])
-    ).replace(lambda n: n.is_Mul and sum(f.func is sp.exp for f in n.args) > 1, _one_exp)
-    return [(f"erfcx+{name}", form) for name, form in absorbed_forms(as_exp)]
+    written = ruled.replace(func, as_exp).replace(
+        lambda n: n.is_Mul and sum(f.func is sp.exp for f in n.args) > 1, _one_exp
+    )
+    return [(f"{prefix}+{name}", form) for name, form in absorbed_forms(written)]
 
 
 def _one_exp(node: sp.Mul) -> sp.Expr:
