@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
+from codegen.front.rounding import square_head
 from codegen.judge import numeric
 from codegen.lower import lower
 from codegen.stabilize.asymptotic import asymptotic_forms
@@ -108,8 +109,51 @@ def test_logs_of_x_are_kept_as_terms():
     [sp.exp(x), x * sp.exp(-x), sp.sin(x)],
     ids=["grows like exp", "exp term", "oscillates"],
 )
-def test_no_form_where_the_expansion_is_not_a_power_series(expr):
-    assert [label for label, _ in asymptotic_forms(expr, x, (0.0, math.inf))] == []
+def test_no_power_series_where_the_expansion_is_not_one(expr):
+    labels = [label for label, _ in asymptotic_forms(expr, x, (0.0, math.inf))]
+    assert [label for label in labels if "times exp" not in label] == []
+
+
+def test_an_oscillating_tail_gets_no_form():
+    assert asymptotic_forms(sp.sin(x), x, (0.0, math.inf)) == []
+
+
+def test_a_sum_of_exponentials_of_different_rates_gets_no_scaled_form():
+    assert asymptotic_forms(sp.log(1 + sp.exp(-x)) + sp.exp(-2 * x), x, (0.0, math.inf)) == []
+
+
+GELU_VALUE = x * (1 + sp.erf(x / sp.sqrt(2))) / 2
+
+
+def _gelu_value(t):
+    return t * mpmath.ncdf(t)
+
+
+def test_an_exponentially_small_tail_is_the_exponential_times_a_power_series():
+    """gelu's value at -inf: SymPy expands it to 0, and x*erfc(-x/sqrt(2))/2 loses erfc to
+    underflow first (float32 flushes erfc(9.3) while x/2 times it is a normal number).
+    exp(-x**2/2) times the expansion of the rest is accurate there, in both dtypes."""
+    forms = asymptotic_forms(GELU_VALUE, x, EVERYWHERE)
+    scaled = [form for label, form in forms if label.startswith("series -inf times exp<")]
+    assert scaled and not any(label.startswith("series -inf<") for label, _ in forms)
+    longest_scaled = scaled[-1]
+    for point, dtype in ((-30.0, "float64"), (-13.1, "float32")):
+        want = exact(_gelu_value, float(np.array(point, dtype)))
+        assert evaluate(longest_scaled, point, dtype) == pytest.approx(want, rel=2.0**-20)
+    closed = evaluate(x * sp.erfc(-x / sp.sqrt(2), evaluate=False) / 2, -13.1, "float32")
+    assert closed == 0.0  # the premise: the closed form is flushed there
+
+
+def test_the_exponential_is_computed_with_its_square_exact():
+    """exp(-x**2/2) at x = -30 loses log2(450) ~ 9 bits to rounding x**2 (`squares`); the
+    scaled form keeps its head exact, so it stays within a few ulps in float64."""
+    form = [f for label, f in asymptotic_forms(GELU_VALUE, x, EVERYWHERE) if "times exp" in label][
+        -1
+    ]
+    assert form.has(square_head)
+    point = -30.000000000000004
+    want = exact(_gelu_value, point)
+    assert abs(evaluate(form, point) - want) <= 4 * np.spacing(abs(want))
 
 
 def test_a_subnormal_leading_power_is_split_around_the_sum():

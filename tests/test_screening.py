@@ -8,9 +8,12 @@ sample of a few hundred points rarely lands in that band of 0.6; screening's tho
 
 from __future__ import annotations
 
+import math
+
 import mpmath
 import numpy as np
 import pytest
+import sympy as sp
 
 from codegen.derive import derive
 from codegen.front.spec import parse_spec_text
@@ -28,7 +31,9 @@ domain:
   x: [-100, 10]
 """
 C = mpmath.mpf("1.7580993408473768")
-BAND = (-87.9, -87.34)  # float32: c*exp(x) normal, exp(x) not
+TINY = float(np.finfo(np.float32).tiny)
+# float32: c*exp(x) normal, exp(x) not (-87.80 to -87.3365), widened by 1e-4 for rounding
+BAND = (math.log(TINY) - math.log(float(C)) - 1e-4, math.log(TINY) + 1e-4)
 
 
 @pytest.fixture(scope="module")
@@ -104,3 +109,54 @@ def test_gelu_is_chosen_knowing_the_band_its_sample_missed():
     got = evaluate(form, spec, x[:, None], "float32").astype(np.float64)
     exact = _gelu_exact(x)
     assert np.all(np.abs(got - exact) <= 2.0**8 * np.spacing(np.abs(exact).astype(np.float32)))
+
+
+def _gelu_slope_exact(x: float) -> float:
+    t = mpmath.mpf(x)
+    return float(t * mpmath.npdf(t) + mpmath.ncdf(t))
+
+
+def _gelu_slope(x: sp.Symbol) -> sp.Expr:
+    """gelu's f' as SymPy writes it, after the erfc rule (erfc(-u) unevaluated: SymPy would
+    write it 2 - erfc(u)). In float32, exp(-x**2/2) is flushed from x = -13.216 down, while
+    f' is a normal number down to x = -13.33."""
+    u = sp.sqrt(2) * x / 2
+    return (
+        sp.sqrt(2) * x * sp.exp(-(x**2) / 2) / (2 * sp.sqrt(sp.pi))
+        + sp.erfc(-u, evaluate=False) / 2
+    )
+
+
+def test_a_band_narrower_than_the_screening_samples_spacing_is_found_at_its_edge():
+    """No screening point falls in the band; bisecting the edge where the form's output
+    stops being normal gives a point in it, where the form returns 0 and f' is normal."""
+    from codegen.stabilize.screening import _past_edges
+
+    derived = derive(parse_spec_text(GELU, "gelu.yaml"))
+    spec, slope = derived.spec, derived.partials[1]
+    form = _gelu_slope(spec.arg_symbols[0])
+    assert sp.simplify((form - slope.expr).rewrite(sp.erf)) == 0
+    pts = accuracy.sample_points(spec.domain, "float32", SCREEN_POINTS, SCREEN_SEED)
+    band = (-13.34, -13.21)
+    assert not np.any((pts[:, 0] > band[0]) & (pts[:, 0] < band[1]))  # the premise
+    past = _past_edges(form, spec, pts, "float32", False)[:, 0]
+    inside = past[(past > band[0]) & (past < band[1])]
+    assert len(inside) == 1
+    got = evaluate(form, spec, inside[:, None], "float32")[0]
+    want = _gelu_slope_exact(float(inside[0]))
+    assert got == 0.0 and abs(want) >= TINY
+
+
+def test_edges_into_overflow_and_subnormal_inputs_are_not_screened(spec_and_value):
+    """1.0507*x overflows one float32 ulp below where its exact value does (the constant is
+    rounded): no form but float64 fixes that, and the sample's points around max**(1/k) are
+    what finds overflows. c*expm1(x) is 0 at subnormal x, as every op on a CPU that flushes
+    its inputs. Neither edge is screened."""
+    from codegen.front.functions import expm1
+    from codegen.stabilize.screening import _past_edges
+
+    spec, _ = spec_and_value
+    t = spec.arg_symbols[0]
+    pts = np.array([[-1e-30], [-1e-45], [0.0], [3.0e38], [3.3e38]], dtype="float32")
+    for form in (sp.Float(1.0507009873554805) * t, sp.Float(1.7580993408473768) * expm1(t)):
+        assert len(_past_edges(form, spec, pts, "float32", False)) == 0

@@ -12,6 +12,13 @@ They repair what no exact rewrite can in the tails: products of 0 and inf
 free of x (a number or an expression in the params); an expansion with anything else
 (SymPy's `I` for a log of a negative number, `exp` terms, an unexpanded `Order`) is not
 offered.
+
+Where the derivative decays or grows like an exponential (gelu's value x*Phi(x) at -inf is
+exp(-x**2/2) times a power series, which SymPy expands to 0), the exponential is factored out
+first, erfc(u) written as exp(-u**2)*erfcx(u): the candidate is exp(L) times the expansion of
+the rest, with L's squares exact (`squares.square_split`). Without it, the tail of such a
+function needs a piece of erfcx's lowering, which costs gelu three transcendentals and a
+continued fraction on every element.
 """
 
 from __future__ import annotations
@@ -20,8 +27,10 @@ import math
 
 import sympy as sp
 
+from codegen.front.functions import erfcx
 from codegen.judge.accuracy import plain
 from codegen.stabilize.rules import STABLE_RULES, apply_rules
+from codegen.stabilize.squares import square_split
 from codegen.timebound import SymPyTimeout, budgeted_limit
 
 ORDER = 20  # SymPy's n: terms up to x**-19 beyond the leading one
@@ -40,6 +49,7 @@ SECONDS = 2.5  # per expansion; past them the side gets no candidates (the libra
 
 # erfc written through erfcx, whose expansion at +oo SymPy then finds (1/erfc(x) has none)
 _SCALED = tuple(r for r in STABLE_RULES if r.name in ("erfc_exp", "log_erfc"))
+_ERFC = tuple(r for r in STABLE_RULES if r.name == "erfc")  # 1 - erf(u) = erfc(u)
 
 
 def _expansion(expr: sp.Expr, arg: sp.Symbol, point) -> sp.Expr | None:
@@ -47,6 +57,10 @@ def _expansion(expr: sp.Expr, arg: sp.Symbol, point) -> sp.Expr | None:
     more often, and logs of y need no I)."""
     flip = point is not sp.oo
     prepared = apply_rules(plain(expr.subs(arg, -arg) if flip else expr), _SCALED, ())[0]
+    return _series_at_infinity(prepared, arg)
+
+
+def _series_at_infinity(prepared: sp.Expr, arg: sp.Symbol) -> sp.Expr | None:
     if _leading_terms_unusable(prepared, arg):
         return None
     try:  # the whole expansion under one bound: expanding a long series can cost more
@@ -58,6 +72,35 @@ def _expansion(expr: sp.Expr, arg: sp.Symbol, point) -> sp.Expr | None:
     except (Exception, SymPyTimeout):  # noqa: BLE001 - SymPy raises many kinds
         return None
     return None if series == 0 else series
+
+
+def _exponential_factor(expr: sp.Expr, arg: sp.Symbol, point) -> tuple | None:
+    """(L, rest) with expr = exp(L)*rest, L a polynomial in the arg of degree 1 or more and
+    rest free of exp, erfc(u) taken as exp(-u**2)*erfcx(u); in y = -x at -oo; or None."""
+    flip = point is not sp.oo
+    prepared = apply_rules(plain(expr.subs(arg, -arg) if flip else expr), _ERFC, ())[0]
+    prepared = prepared.replace(
+        lambda n: n.func is sp.erfc, lambda n: sp.exp(-(n.args[0] ** 2)) * erfcx(n.args[0])
+    )
+    prepared = sp.powsimp(sp.expand(prepared))
+    powers = {n.args[0] for n in sp.preorder_traversal(prepared) if n.func is sp.exp}
+    if len(powers) != 1:
+        return None
+    power = powers.pop()
+    if not (power.is_polynomial(arg) and sp.degree(power, arg) >= 1):
+        return None
+    rest = sp.powsimp(sp.expand(prepared * sp.exp(-power)))
+    return None if rest.has(sp.exp) else (power, rest)
+
+
+def _scaled_expansion(expr: sp.Expr, arg: sp.Symbol, point) -> tuple | None:
+    """(L, series): expr = exp(L) times the series at `point` (in y = -x at -oo), or None."""
+    factored = _exponential_factor(expr, arg, point)
+    if factored is None:
+        return None
+    power, rest = factored
+    series = _series_at_infinity(rest, arg)
+    return None if series is None else (power, series)
 
 
 def _leading_terms_unusable(prepared: sp.Expr, arg: sp.Symbol) -> bool:
@@ -126,7 +169,8 @@ def _nested(terms: list[tuple[sp.Expr, int, sp.Expr]], arg: sp.Symbol) -> sp.Exp
 
 
 def asymptotic_forms(expr: sp.Expr, arg: sp.Symbol, domain) -> list[tuple[str, sp.Expr]]:
-    """The expansions of `expr` at the infinite ends of `domain`, several lengths each."""
+    """The expansions of `expr` at the infinite ends of `domain`, several lengths each; where
+    SymPy finds none, those of the exponential's cofactor, times the exponential."""
     lo, hi = domain
     out = []
     for name, point, reached in (
@@ -135,11 +179,23 @@ def asymptotic_forms(expr: sp.Expr, arg: sp.Symbol, domain) -> list[tuple[str, s
     ):
         series = _expansion(expr, arg, point) if reached else None
         terms = _terms_by_size(series, arg) if series is not None else None
-        if not terms:
+        if terms:
+            out += _truncations(f"series {name}", terms, arg, point)
             continue
-        lengths = sorted({min(n, len(terms)) for n in TRUNCATIONS})
-        sign = 1 if point is sp.oo else -1  # the -inf expansion is in y = -x
-        out += [
-            (f"series {name}<{n}>", _nested(terms[:n], arg).subs(arg, sign * arg)) for n in lengths
-        ]
+        scaled = _scaled_expansion(expr, arg, point) if reached else None
+        terms = _terms_by_size(scaled[1], arg) if scaled is not None else None
+        if terms:
+            label, factor = f"series {name} times exp", sp.exp(scaled[0])
+            out += _truncations(label, terms, arg, point, factor)
+    return out
+
+
+def _truncations(label: str, terms, arg: sp.Symbol, point, factor=sp.S.One) -> list:
+    """(label<n>, factor times the first n terms) for each length n, back in x at -oo."""
+    lengths = sorted({min(n, len(terms)) for n in TRUNCATIONS})
+    sign = 1 if point is sp.oo else -1  # the -inf expansion is in y = -x
+    out = []
+    for n in lengths:
+        form = (sp.UnevaluatedExpr(factor) * _nested(terms[:n], arg)).subs(arg, sign * arg)
+        out.append((f"{label}<{n}>", square_split(form) or form))
     return out

@@ -3,7 +3,8 @@
 In: the candidates of one partial, measured in both dtypes (with their per-point bits and
 the sample points). Out: regimes chosen on one dtype's points alone (`dtype_regimes`), and
 `split`: the best candidate for each dtype when the best joint candidate breaks the
-promise, or keeps it with less than the margin, in one of them.
+promise, or keeps it with less than the margin, in one of them, or costs more
+transcendentals than a form that keeps that dtype's promise with room.
 
 Why: regimes split the line of one arg for both dtypes at once, but float32 and float64
 break in different places. silu's f'' fails in float32 near x = +-90, where sigmoid(-x) is
@@ -42,12 +43,18 @@ def rank_in(candidate, i: int) -> tuple:
 
 
 def dtype_regimes(tried, bits: dict, points: dict, arg, column: int):
-    """(dtype, RegimeChoice) for each dtype whose own points give a piecewise form."""
+    """(kind, RegimeChoice) for each dtype whose own points give a piecewise form: the kind
+    is the dtype, or the dtype and "frugal" for its frugal regimes where they differ."""
     out = []
     for dtype in DTYPES:
-        regimes = best_regimes(tried, bits, {dtype: points[dtype]}, arg, column)
-        if regimes is not None:
-            out.append((dtype, regimes))
+        own = {dtype: points[dtype]}
+        regimes = best_regimes(tried, bits, own, arg, column)
+        if regimes is None:
+            continue
+        out.append((dtype, regimes))
+        frugal = best_regimes(tried, bits, own, arg, column, frugal=True)
+        if frugal is not None and frugal.label != regimes.label:
+            out.append((f"{dtype} frugal", frugal))
     return out
 
 
@@ -66,13 +73,22 @@ def _fixes(candidate, best, i: int, margin_bits: float) -> bool:
     return _margin(candidate.figures, i) >= margin_bits > _margin(best.figures, i)
 
 
+def _cheaper(candidate, best, i: int) -> bool:
+    """Whether `candidate` keeps dtype i's promise with room and computes fewer
+    transcendentals than `best`: each dtype runs only its own form, so a form one dtype
+    needs is no cost to the other."""
+    return candidate.roomy_in(i) and candidate.transcendentals < best.transcendentals
+
+
 def split(best, tried, margin_bits: float):
     """(float64's candidate, float32's candidate) where the best joint candidate breaks the
     promise, or keeps it within `margin_bits` of the p99 limit, in a dtype whose own best
-    candidate fixes that; else None."""
+    candidate fixes that, or costs more than a dtype's own best that keeps the promise with
+    room (`_cheaper`); else None."""
     for32 = min(tried, key=lambda c: rank_in(c, 0))
     for64 = min(tried, key=lambda c: rank_in(c, 1))
-    fix32, fix64 = _fixes(for32, best, 0, margin_bits), _fixes(for64, best, 1, margin_bits)
+    fix32 = _fixes(for32, best, 0, margin_bits) or _cheaper(for32, best, 0)
+    fix64 = _fixes(for64, best, 1, margin_bits) or _cheaper(for64, best, 1)
     if not (fix32 or fix64):
         return None
     return (for64 if fix64 else best), (for32 if fix32 else best)

@@ -26,13 +26,18 @@ import sympy as sp
 
 from codegen.judge import accuracy
 from codegen.lower import Regimes
-from codegen.stabilize.measuring import MEAN_ROOM_BITS
+from codegen.stabilize.measuring import MEAN_ROOM_BITS, P99_ROOM_BITS
 
 MAX_PIECES = 5
 PIECE_PENALTY = 8.0
 # Errors of a few ulps cost nothing: pieces are added to remove real errors, not to shave
 # tenths of a bit off the mean at the price of more ops and selects.
 COST_FLOOR = 3.0
+# Frugal regimes (`best_regimes`) count as free every error a form may have and still keep
+# the promise with room for other processors: they add pieces only to keep the promise, and
+# take the cheapest forms that keep it. Under where-lowering every piece is computed on every
+# element, so each distinct form is paid for everywhere.
+FRUGAL_FLOOR = accuracy.P99_LIMIT - P99_ROOM_BITS
 MAX_FORMS = 8
 # A piece of a split on one of several args (or on an expression of them) samples the other
 # args at its own points only: one holding a point or two fixes those points, not a band.
@@ -49,14 +54,14 @@ class RegimeChoice:
 
 
 def _merged(
-    bits: dict, points: dict, labels: list[str], coordinate
+    bits: dict, points: dict, labels: list[str], coordinate, floor: float = COST_FLOOR
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The points of every dtype sorted by `coordinate`, each label's cost at them, and the
     dtype (its index in `points`) each point came from."""
     xs, costs, groups = [], [], []
     for group, (dtype, pts) in enumerate(points.items()):
         xs.append(coordinate(pts))
-        rows = [regime_cost(bits[label][dtype]) for label in labels]
+        rows = [regime_cost(bits[label][dtype], floor) for label in labels]
         costs.append(np.stack(rows))
         groups.append(np.full(len(pts), group))
     x = np.concatenate(xs)
@@ -87,10 +92,10 @@ def _column(points: np.ndarray, column: int) -> np.ndarray:
     return points[:, column].astype(np.float64)
 
 
-def regime_cost(bits: np.ndarray) -> np.ndarray:
-    """Bits of error as regimes count them: NaN (no exact value) and a few ulps cost 0."""
+def regime_cost(bits: np.ndarray, floor: float = COST_FLOOR) -> np.ndarray:
+    """Bits of error as regimes count them: NaN (no exact value) and `floor` bits cost 0."""
     bits = np.nan_to_num(bits, nan=0.0)
-    return np.where(bits > COST_FLOOR, bits, 0.0)
+    return np.where(bits > floor, bits, 0.0)
 
 
 def _split_points(
@@ -188,7 +193,9 @@ def _split(lo: float, hi: float) -> tuple[float, bool]:
     return bound, False
 
 
-def useful_labels(ranked, bits: dict, points: dict, most: int = 0) -> list[str]:
+def useful_labels(
+    ranked, bits: dict, points: dict, most: int = 0, floor: float = COST_FLOOR
+) -> list[str]:
     """The first `most` (default `MAX_FORMS`) of `ranked` that no earlier one dominates: a
     form at least as costly at every point as one already in could never win a piece, and
     near-copies of one form (its hypot and reciprocal versions) would crowd out the forms
@@ -196,7 +203,7 @@ def useful_labels(ranked, bits: dict, points: dict, most: int = 0) -> list[str]:
     most = most or MAX_FORMS
     labels, costs = [], []
     for candidate in ranked:
-        cost = np.concatenate([regime_cost(bits[candidate.label][d]) for d in points])
+        cost = np.concatenate([regime_cost(bits[candidate.label][d], floor) for d in points])
         if any((cost >= other).all() for other in costs):
             continue
         labels.append(candidate.label)
@@ -206,12 +213,15 @@ def useful_labels(ranked, bits: dict, points: dict, most: int = 0) -> list[str]:
     return labels
 
 
-def complementary_labels(ranked, bits: dict, points: dict, most: int) -> list[str]:
+def complementary_labels(
+    ranked, bits: dict, points: dict, most: int, floor: float = COST_FLOOR
+) -> list[str]:
     """Up to `most` labels, greedily: the best ranked first, then each time the form that
     lowers the summed cost of the best form per point the most (none once no form lowers
     it): forms that are accurate where the others are not, not near-copies of one form."""
     costs = {
-        c.label: np.concatenate([regime_cost(bits[c.label][d]) for d in points]) for c in ranked
+        c.label: np.concatenate([regime_cost(bits[c.label][d], floor) for d in points])
+        for c in ranked
     }
     if not costs:
         return []
@@ -228,25 +238,25 @@ def complementary_labels(ranked, bits: dict, points: dict, most: int) -> list[st
 
 
 def best_regimes(
-    tried, bits: dict, points: dict, arg, column: int = 0, coordinate=None
+    tried, bits: dict, points: dict, arg, column: int = 0, coordinate=None, frugal=False
 ) -> RegimeChoice | None:
     """The best piecewise combination of the measured candidates, split on `arg` (the points'
     `column`, or where `arg` is an expression of several args, `coordinate(points)`), or
     None. Where the points have several args, each piece holds `SEVERAL_ARGS_LEAST` points
-    of each dtype or more."""
+    of each dtype or more. `frugal`: errors within the promise's room cost nothing, and
+    where forms tie the one with the fewest transcendentals wins (`FRUGAL_FLOOR`)."""
     if coordinate is None:
         coordinate = functools.partial(_column, column=column)
+    floor = FRUGAL_FLOOR if frugal else COST_FLOOR
     ranked = sorted(tried, key=lambda c: _preference(c, bits, points))
-    labels = useful_labels(ranked, bits, points)
-    # Forms accurate where the best ranked are not (overflow-safe ones near an overflow) and
-    # series, accurate only near their point, rank low on totals: they join too.
-    complements = complementary_labels(ranked, bits, points, MAX_FORMS)
-    labels += [label for label in complements if label not in labels]
-    labels += [c.label for c in ranked if c.label.startswith("series") and c.label not in labels]
-    # regimes on another line rank last (`_preference`) but are never left out for that
-    labels += [c.label for c in ranked if c.label.startswith("regimes") and c.label not in labels]
+    if frugal:  # a form is left out only for one as cheap; ties go to the first label
+        ranked = sorted(ranked, key=lambda c: (c.transcendentals, c.ops))
+    labels = _joining(ranked, bits, points, floor)
     forms = {c.label: c.form for c in ranked}
-    x, cost, groups = _merged(bits, points, labels, coordinate)
+    if frugal:
+        cheapness = {c.label: (c.transcendentals, c.ops) for c in ranked}
+        labels = sorted(labels, key=cheapness.__getitem__)
+    x, cost, groups = _merged(bits, points, labels, coordinate, floor)
     least = SEVERAL_ARGS_LEAST if next(iter(points.values())).shape[1] > 1 else 1
     pieces = _split_points(MAX_PIECES, x, cost, groups, least)
     merged = []
@@ -262,6 +272,19 @@ def best_regimes(
     label = " | ".join(labels[form] for _, form in merged)
     bounds, closed = tuple(b for b, _ in splits), tuple(c for _, c in splits)
     return RegimeChoice(label, Regimes(arg, bounds, chosen, closed), gaps)
+
+
+def _joining(ranked, bits: dict, points: dict, floor: float) -> list[str]:
+    """The labels of the forms pieces may take: the useful, those accurate where the best
+    ranked are not (overflow-safe ones near an overflow), and every series (accurate only
+    near their point, they rank low on totals) and regime found on another line (ranked
+    last by `_preference`, never left out for it)."""
+    labels = useful_labels(ranked, bits, points, floor=floor)
+    complements = complementary_labels(ranked, bits, points, MAX_FORMS, floor)
+    labels += [label for label in complements if label not in labels]
+    labels += [c.label for c in ranked if c.label.startswith("series") and c.label not in labels]
+    labels += [c.label for c in ranked if c.label.startswith("regimes") and c.label not in labels]
+    return labels
 
 
 def _preference(candidate, bits: dict, points: dict) -> tuple:

@@ -58,6 +58,39 @@ def _suspects(chosen, proxies, spec, points: np.ndarray, dtype: str, promoted: b
     return np.nonzero(suspect & others)[0][:MAX_SUSPECTS], out
 
 
+EDGE_STEPS = 64  # bisections of each edge: to one ulp of float64 from a spread of 2**64
+
+
+def _past_edges(form, spec, points: np.ndarray, dtype: str, promoted: bool) -> np.ndarray:
+    """For a one-arg spec, the first point past each edge between neighbouring screening
+    points where the form's output goes from a normal number to 0 or a subnormal, found by
+    bisection: a band where an intermediate is flushed while the result is normal starts
+    there, however narrow (gelu's f' in float32 at x = -13.33, where exp(-x**2/2) is flushed
+    and x times it is -1.34e-38; the band is 0.12 wide). Not edges into inf or NaN (the
+    sample's points around max**(1/k) find overflows), nor points that are themselves
+    subnormal: frameworks flush those inputs to 0 on CPU."""
+    if points.shape[1] != 1:
+        return np.zeros((0, points.shape[1]), dtype=points.dtype)
+    x = np.unique(points[:, 0])
+    normal = _normal(_outputs(form, spec, x[:, None], dtype, promoted), dtype)
+    edges = np.nonzero(normal[1:] != normal[:-1])[0]
+    lo, hi, lo_normal = x[edges], x[edges + 1], normal[edges]
+    for _ in range(EDGE_STEPS):
+        mid = (lo.astype(np.float64) / 2 + hi.astype(np.float64) / 2).astype(points.dtype)
+        inside = (mid != lo) & (mid != hi)
+        at_mid = _normal(_outputs(form, spec, mid[:, None], dtype, promoted), dtype)
+        to_hi = inside & (at_mid == lo_normal)
+        lo, hi = np.where(to_hi, mid, lo), np.where(inside & ~to_hi, mid, hi)
+    past = np.where(lo_normal, hi, lo)  # the side where the output is not normal
+    with np.errstate(invalid="ignore"):
+        flushed = np.abs(_outputs(form, spec, past[:, None], dtype, promoted)) < _tiny(dtype)
+    return past[flushed & (np.abs(past) >= _tiny(dtype))][:, None]
+
+
+def _tiny(dtype: str) -> float:
+    return float(np.finfo(dtype).tiny)
+
+
 def screened(spec, exact_expr, chosen, tried, samples: Samples, promoted: bool):
     """`samples` with the screening points where `chosen` fails added, or None."""
     proxies = [c for c in sorted(tried, key=lambda c: c.rank()) if c is not chosen][:PROXIES]
@@ -65,6 +98,7 @@ def screened(spec, exact_expr, chosen, tried, samples: Samples, promoted: bool):
     points, exact, found = dict(samples.points), dict(samples.exact), False
     for dtype in accuracy.DTYPES:
         pts = accuracy.sample_points(spec.domain, dtype, SCREEN_POINTS, SCREEN_SEED)
+        pts = np.concatenate([pts, _past_edges(chosen.form, spec, pts, dtype, promoted)])
         suspects, out = _suspects(chosen, proxies, spec, pts, dtype, promoted)
         if not len(suspects):
             continue

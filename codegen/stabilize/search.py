@@ -145,7 +145,9 @@ class Split:
 
 
 def _with_regimes(search: Search, split: Split, best: Candidate, record: Measured) -> Candidate:
-    """`best`, or the regimes on one arg that beat it; the regimes tried join the record."""
+    """`best`, or the regimes on one arg that beat it; the regimes tried join the record.
+    Both the most accurate regimes and the frugal ones (`best_regimes`) are measured, and
+    the better ranked competes: where both keep the promise with room, the cheaper."""
     spec, partial, samples = search.spec, search.partial, search.samples
     column = split.column
     arg, domain = spec.arg_symbols[column], spec.domain[column]
@@ -155,23 +157,29 @@ def _with_regimes(search: Search, split: Split, best: Candidate, record: Measure
     record.add(search, (*series, *local, *term_forms(partial.expr, arg)))
     plain = record.plain()  # regimes are not nested in regimes
     joint = best_regimes(plain, record.bits, samples.points, arg, column)
+    frugal = best_regimes(plain, record.bits, samples.points, arg, column, frugal=True)
     closed = [c for c in plain if not c.label.startswith("regimes")]  # per dtype: no nesting
     per_dtype = (
         [] if search.promoted else dtype_regimes(closed, record.bits, samples.points, arg, column)
     )
     found = [("", joint)] if joint is not None else []
+    if frugal is not None and joint is not None and frugal.label != joint.label:
+        found.append(("frugal", frugal))
     on = "" if split.alone else f" in {arg}"
-    for dtype, regimes in [*found, *per_dtype]:
+    shared = []
+    for kind, regimes in [*found, *per_dtype]:
+        dtype = next((d for d in DTYPES if kind.startswith(d)), "")
         form = _placed(search, regimes, column, dtype) if split.alone else regimes.form
         form = outside_domain(form, domain, partial.expr)
-        label = f"regimes{on}{f' {dtype}' if dtype else ''}({regimes.label})"
+        label = f"regimes{on}{f' {kind}' if kind else ''}({regimes.label})"
         candidate, per_point = _measured(label, form, search)
         record.tried.append(candidate)
+        shared += [candidate] if not dtype else []
         if not (dtype or split.alone or candidate.keeps_promise()):
             record.bits[label] = per_point  # what still breaks, the next arg's regimes may fix
     if joint is None:
         return best
-    return _fixes_more(record.tried[-1 - len(per_dtype)], best)
+    return _fixes_more(min(shared, key=Candidate.rank), best)
 
 
 def _placed(search: Search, regimes, column: int, dtype: str):

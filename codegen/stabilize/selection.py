@@ -163,15 +163,10 @@ def choose(
         return choose_pieces(spec, partial, n, promoted, one_form, measure, samples)
     if forms is None:
         forms = valid_candidates(spec, partial)
-    best, tried = best_form(Search(spec, partial, samples, promoted), forms)
-    more = screened(spec, partial.expr, best, tried, samples, promoted)
-    if more is not None:  # failures at points the sample missed: choose knowing them
-        samples = more
-        best, tried = best_form(Search(spec, partial, samples, promoted), forms)
+    best, tried, pair, samples = _screened_choice(spec, partial, samples, promoted, forms, by_dtype)
     best = _at_infinity(best, spec, partial, promoted)
     if promoted:
         return Choice(partial.index, partial.expr, best, tried, True, best.figures[0])
-    pair = split(best, tried, MARGIN_BITS) if by_dtype else None
     float32_form = None
     if pair is not None:
         best, float32_form = (_at_infinity(c, spec, partial, False) for c in pair)
@@ -183,6 +178,27 @@ def choose(
     promote = promoted_figures is not None and promoted_figures.keeps_promise()
     float32_form = None if promote else float32_form
     return Choice(partial.index, partial.expr, best, tried, promote, promoted_figures, float32_form)
+
+
+SCREEN_ROUNDS = 2  # choices, each but the last screened: a choice knowing the failures
+# screening found may take a form with failures of its own (a dtype's own, cheaper form)
+
+
+def _screened_choice(spec: Spec, partial: Partial, samples, promoted: bool, forms, by_dtype):
+    """(best, tried, float64 and float32's own candidates or None, samples): the choice, made
+    again with the points added where screening finds a shipped form failing (`screened`)."""
+    for round_ in range(SCREEN_ROUNDS):
+        best, tried = best_form(Search(spec, partial, samples, promoted), forms)
+        pair = split(best, tried, MARGIN_BITS) if by_dtype and not promoted else None
+        if round_ == SCREEN_ROUNDS - 1:
+            break
+        shipped = [best, *(c for c in pair or () if c is not best)]
+        found = (screened(spec, partial.expr, c, tried, samples, promoted) for c in shipped)
+        more = next((m for m in found if m is not None), None)
+        if more is None:
+            break
+        samples = more  # failures at points the sample missed: choose knowing them
+    return best, tried, pair, samples
 
 
 def _at_infinity(best: Candidate, spec: Spec, partial: Partial, promoted: bool) -> Candidate:

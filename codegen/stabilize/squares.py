@@ -41,9 +41,15 @@ def _head_limit(c: sp.Expr) -> sp.Integer:
     )
 
 
+def _exponent(node: sp.exp) -> sp.Expr:
+    """exp's argument, looked into where a rewrite kept it unevaluated (absorbed logs)."""
+    argument = node.args[0]
+    return argument.args[0] if isinstance(argument, sp.UnevaluatedExpr) else argument
+
+
 def _split_exp(node: sp.exp) -> sp.Expr:
     rest, heads, tails = [], [], []
-    for term in sp.Add.make_args(node.args[0]):
+    for term in sp.Add.make_args(_exponent(node)):
         found = _square_term(term)
         if found is None:
             rest.append(term)
@@ -62,7 +68,7 @@ def _split_exp(node: sp.exp) -> sp.Expr:
 def _has_square(node: sp.Expr) -> bool:
     if not isinstance(node, sp.exp):
         return False
-    return any(_square_term(t) is not None for t in sp.Add.make_args(node.args[0]))
+    return any(_square_term(t) is not None for t in sp.Add.make_args(_exponent(node)))
 
 
 def square_split(expr: sp.Expr) -> sp.Expr | None:
