@@ -144,3 +144,39 @@ def test_divisions_merge_to_a_fixed_point_under_xla(name):
     np.testing.assert_allclose(tf_form(*args).numpy(), exact, rtol=1e-6)
     xla = tf.function(tf_form, jit_compile=True)(*args).numpy()
     assert xla[0] == merged[0]  # XLA itself, on this machine's TensorFlow
+
+
+# (1.0*(a/b))/c and -(a/b)/c, in the steps lowering emits for them (a unit factor is what a
+# series written x**-2*(p*x**-2) lowers to); TensorFlow functions computing the same steps
+UNIT = sp.Mul(sp.Float(1.0), sp.Mul(A, sp.Pow(B, -1), evaluate=False), evaluate=False)
+NEGATED = sp.Mul(-1, sp.UnevaluatedExpr(sp.Mul(A, sp.Pow(B, -1), evaluate=False)), evaluate=False)
+FACTORED_CASES = {  # form, TensorFlow's steps, eager value, XLA's value
+    "a quotient times 1 is merged": (
+        sp.Mul(UNIT, sp.Pow(C, -1), evaluate=False),
+        lambda a, b, c: tf.math.truediv(tf.math.multiply(1.0, tf.math.truediv(a, b)), c),
+        1e-10,
+        0.0,  # 1e30 / (1e20 * 1e20 = inf)
+    ),
+    "a negated quotient is not": (
+        sp.Mul(NEGATED, sp.Pow(C, -1), evaluate=False),
+        lambda a, b, c: tf.math.truediv(tf.math.negative(tf.math.truediv(a, b)), c),
+        -1e-10,
+        -1e-10,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FACTORED_CASES))
+def test_a_unit_factor_does_not_hide_a_quotient_from_xla(name):
+    """XLA's simplifier drops 1*q before it merges divisions, and does not see through
+    -(q): the mirror agrees with XLA itself on both, at inputs where a/(b*c) overflows."""
+    form, tf_form, eager, xla = FACTORED_CASES[name]
+    program = lower([form], NAMES)
+    ops = {step.op for step in program.steps}
+    assert ("mul" if "times 1" in name else "neg") in ops  # the steps this case is about
+    assert run(program, INPUTS, "float32", "eager")[0][0] == pytest.approx(eager, rel=1e-6)
+    assert run(program, INPUTS, "float32", "xla")[0][0] == pytest.approx(xla, rel=1e-6)
+    args = [tf.constant(INPUTS[k]) for k in "abc"]
+    assert tf_form(*args).numpy()[0] == pytest.approx(eager, rel=1e-6)
+    compiled = tf.function(tf_form, jit_compile=True)(*args).numpy()[0]
+    assert compiled == pytest.approx(xla, rel=1e-6)  # XLA itself, on this machine

@@ -75,11 +75,28 @@ def _xla_division(step, producers: dict, values: dict, quotients: dict, dtype) -
     return _apply("div", [p, q], dtype)
 
 
+def _fold_unit_factor(step, quotients: dict, known=None) -> None:
+    """1*q is q to XLA's simplifier: a quotient multiplied by 1 is still a quotient its
+    division rules merge (d_inv_sq_cancel's f_x series, 1*(p/x**2)/x**2, became p/x**4 under
+    XLA and was -0.0 at x = 4.7e9 in float32, where it is -2.4e-38). Records the step as
+    the quotient its operand is, in `quotients`; `known`: the quotients' names, where not
+    the keys of `quotients`."""
+    constants = [o for o in step.operands if not isinstance(o, str)]
+    names = [o for o in step.operands if isinstance(o, str)]
+    if len(names) == 1 and constants and all(float(c) == 1.0 for c in constants):
+        if names[0] in (quotients if known is None else known):
+            quotients[step.target] = quotients.get(names[0])
+
+
 def rewritten_under_xla(program: Program) -> bool:
     """True if XLA's division rewrites (`_xla_division`) may touch a step of `program`: only
     then can the "xla" path differ from "eager"."""
-    producers = {step.target: step.op for step in program.steps}
+    producers = {}
     for step in program.steps:
+        unit = {}
+        if step.op == "mul":  # 1*q is the quotient q to XLA (`_fold_unit_factor`)
+            _fold_unit_factor(step, unit, {t for t, op in producers.items() if op == "div"})
+        producers[step.target] = "div" if unit else step.op
         if step.op != "div":
             continue
         num, den = (producers.get(o) if isinstance(o, str) else None for o in step.operands)
@@ -118,6 +135,8 @@ def run(
             if rewritten is None:
                 args = [_value(op, values, np_dtype) for op in step.operands]
                 rewritten = _apply(step.op, args, np_dtype)
+            if path == "xla" and step.op == "mul":
+                _fold_unit_factor(step, quotients)
             values[step.target] = rewritten
             producers[step.target] = step
         shape = np.broadcast_shapes(*(v.shape for v in inputs.values()))

@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from codegen.judge import accuracy
+from codegen.judge.numeric import PATHS
 from codegen.stabilize.measuring import Samples, evaluate, param_values
 
 SCREEN_SEED = 3  # neither the builds' seeds (judge.CHOICE_SEEDS) nor verify's (VERIFY_SEED)
@@ -29,11 +30,22 @@ MAX_SUSPECTS = 32  # points per dtype whose exact value is computed
 PROXIES = 4  # the best ranked other candidates whose outputs say a value is normal
 
 
-def _outputs(form, spec, points: np.ndarray, dtype: str, promoted: bool) -> np.ndarray:
-    """`form` at `points` as the op computes `dtype` (float32 in float64 when `promoted`)."""
+def _outputs(form, spec, points: np.ndarray, dtype: str, promoted: bool, paths=("eager",)):
+    """`form` at `points` as the op computes `dtype` (float32 in float64 when `promoted`), one
+    row per path of `paths`."""
     compute = "float64" if promoted and dtype == "float32" else dtype
+    rows = []
     with np.errstate(all="ignore"):
-        return evaluate(form, spec, points.astype(compute), compute).astype(dtype)
+        for path in paths:
+            rows.append(evaluate(form, spec, points.astype(compute), compute, path).astype(dtype))
+    return np.stack(rows)
+
+
+def _on_every_path(form, spec, points: np.ndarray, dtype: str, promoted: bool) -> np.ndarray:
+    """The form's outputs on each path the op may run (`numeric.PATHS`): XLA's rewrites
+    flush what eager mode does not (d_inv_sq_cancel's f_x in float32 at x = 4.7e9, where
+    a/b/c became a/(b*c) and b*c overflowed, gave -0.0 for -2.38e-38)."""
+    return _outputs(form, spec, points, dtype, promoted, PATHS)
 
 
 def _normal(values: np.ndarray, dtype: str) -> np.ndarray:
@@ -42,19 +54,19 @@ def _normal(values: np.ndarray, dtype: str) -> np.ndarray:
 
 
 def _suspects(chosen, proxies, spec, points: np.ndarray, dtype: str, promoted: bool):
-    """(indices of `points` where the chosen form is not a normal number while a proxy is,
-    the chosen form's outputs)."""
-    out = _outputs(chosen.form, spec, points, dtype, promoted)
-    suspect = ~_normal(out, dtype)
+    """(indices of `points` where the chosen form is not a normal number on some path while a
+    proxy is, the chosen form's outputs, one row per path)."""
+    out = _on_every_path(chosen.form, spec, points, dtype, promoted)
+    suspect = ~_normal(out, dtype).all(axis=0)
     if not suspect.any():
         return np.zeros(0, dtype=int), out
     others = np.zeros_like(suspect)
     if dtype == "float32" and not promoted:
         wide = _outputs(chosen.form, spec, points.astype("float64"), "float64", False)
         with np.errstate(over="ignore"):
-            others |= _normal(wide.astype(dtype), dtype)
+            others |= _normal(wide.astype(dtype), dtype)[0]
     for proxy in proxies:
-        others |= _normal(_outputs(proxy.form, spec, points, dtype, promoted), dtype)
+        others |= _normal(_outputs(proxy.form, spec, points, dtype, promoted), dtype)[0]
     return np.nonzero(suspect & others)[0][:MAX_SUSPECTS], out
 
 
@@ -72,18 +84,20 @@ def _past_edges(form, spec, points: np.ndarray, dtype: str, promoted: bool) -> n
     if points.shape[1] != 1:
         return np.zeros((0, points.shape[1]), dtype=points.dtype)
     x = np.unique(points[:, 0])
-    normal = _normal(_outputs(form, spec, x[:, None], dtype, promoted), dtype)
+    normal = _normal(_on_every_path(form, spec, x[:, None], dtype, promoted), dtype).all(axis=0)
     edges = np.nonzero(normal[1:] != normal[:-1])[0]
     lo, hi, lo_normal = x[edges], x[edges + 1], normal[edges]
     for _ in range(EDGE_STEPS):
         mid = (lo.astype(np.float64) / 2 + hi.astype(np.float64) / 2).astype(points.dtype)
         inside = (mid != lo) & (mid != hi)
-        at_mid = _normal(_outputs(form, spec, mid[:, None], dtype, promoted), dtype)
+        out = _on_every_path(form, spec, mid[:, None], dtype, promoted)
+        at_mid = _normal(out, dtype).all(axis=0)
         to_hi = inside & (at_mid == lo_normal)
         lo, hi = np.where(to_hi, mid, lo), np.where(inside & ~to_hi, mid, hi)
     past = np.where(lo_normal, hi, lo)  # the side where the output is not normal
     with np.errstate(invalid="ignore"):
-        flushed = np.abs(_outputs(form, spec, past[:, None], dtype, promoted)) < _tiny(dtype)
+        out = _on_every_path(form, spec, past[:, None], dtype, promoted)
+        flushed = (np.abs(out) < _tiny(dtype)).any(axis=0)
     return past[flushed & (np.abs(past) >= _tiny(dtype))][:, None]
 
 
@@ -105,7 +119,7 @@ def screened(spec, exact_expr, chosen, tried, samples: Samples, promoted: bool):
         ref = accuracy.reference(
             expr, spec.arg_symbols, pts[suspects], dtype, cache_dir=accuracy.default_cache_dir()
         )
-        failing = accuracy.failure_mask(out[suspects], ref, dtype)
+        failing = np.any([accuracy.failure_mask(o[suspects], ref, dtype) for o in out], axis=0)
         if failing.any():
             found = True
             points[dtype] = np.concatenate([points[dtype], pts[suspects][failing]])
