@@ -14,6 +14,7 @@ import mpmath
 import numpy as np
 import pytest
 import sympy as sp
+from sympy.codegen.cfunctions import log1p as log1p_of
 
 from codegen.derive import derive
 from codegen.front.spec import parse_spec_text
@@ -160,3 +161,55 @@ def test_edges_into_overflow_and_subnormal_inputs_are_not_screened(spec_and_valu
     pts = np.array([[-1e-30], [-1e-45], [0.0], [3.0e38], [3.3e38]], dtype="float32")
     for form in (sp.Float(1.0507009873554805) * t, sp.Float(1.7580993408473768) * expm1(t)):
         assert len(_past_edges(form, spec, pts, "float32", False)) == 0
+
+
+LOG1P = """\
+name: log1p_x
+args: [x]
+expr: log(1 + x)
+order: 1
+domain:
+  x: [0, 10]
+"""
+
+
+def _log1p_near_zero(spec) -> tuple[Samples, sp.Expr, sp.Expr]:
+    """(a sample of x in [0, 0.05] only, a 4-term Taylor series of log(1 + x), log1p(x))."""
+    points, exact = {}, {}
+    for dtype in accuracy.DTYPES:
+        x = np.linspace(0.0, 0.05, 200).astype(dtype)
+        points[dtype] = x[:, None]
+        exact[dtype] = np.array([float(mpmath.log1p(float(v))) for v in x])
+    t = spec.arg_symbols[0]
+    return Samples(points, exact), t - t**2 / 2 + t**3 / 3 - t**4 / 4, log1p_of(t)
+
+
+def test_screening_adds_the_points_where_a_form_is_grossly_wrong():
+    """A series chosen on a sample near 0 is a normal number everywhere, and grossly wrong
+    (fewer than 4 right bits) from x = 0.8 on: screening finds such points in both dtypes,
+    through the proxy's float64 outputs, and adds them with their exact values."""
+    spec = derive(parse_spec_text(LOG1P, "log1p_x.yaml")).spec
+    samples, series, log1p = _log1p_near_zero(spec)
+    chosen = measure("series", series, spec, samples, False)
+    proxy = measure("log", log1p, spec, samples, False)
+    assert chosen.figures[0].keeps_promise()  # float32: the sample sees nothing wrong
+    found = screened(spec, sp.log(1 + spec.arg_symbols[0]), chosen, (chosen, proxy), samples, False)
+    assert found is not None
+    for dtype in accuracy.DTYPES:
+        added = found.points[dtype][len(samples.points[dtype]) :, 0].astype(np.float64)
+        exact = found.exact[dtype][len(samples.points[dtype]) :]
+        assert len(added) >= 1
+        assert np.allclose(exact, np.log1p(added), rtol=np.finfo(dtype).eps)  # dtype's rounding
+        series_at = added - added**2 / 2 + added**3 / 3 - added**4 / 4
+        assert np.all(np.abs(series_at - exact) > exact / 16)  # grossly wrong, each one
+
+
+def test_a_proxy_grossly_wrong_where_the_form_is_right_adds_nothing():
+    """The two disagree at the same points the other way round: the exact value sides with
+    the chosen form, so nothing is added."""
+    spec = derive(parse_spec_text(LOG1P, "log1p_x.yaml")).spec
+    samples, series, log1p = _log1p_near_zero(spec)
+    chosen = measure("log", log1p, spec, samples, False)
+    proxy = measure("series", series, spec, samples, False)
+    exact = sp.log(1 + spec.arg_symbols[0])
+    assert screened(spec, exact, chosen, (chosen, proxy), samples, False) is None
