@@ -186,31 +186,29 @@ def _student_t_logpdf_d_xx(x, nu):
     """f'' of student_t_logpdf (the last custom order: autodiff beyond it differentiates this form).
 
     f'' = -(nu + 1)/(nu*(1 + x**2/nu)) + 2*x**2*(nu + 1)/(nu**2*(1 + x**2/nu)**2)
-    form (regimes frugal(series -inf<1> | factor | series -inf<1>)): x in (-inf, -4263000000.0):
-        -1*(-(nu + 1)/x)/x; x in [-4263000000.0, 26500000.0): (-nu + x**2)*(nu + 1)/(nu +
-        x**2)**2; x in [26500000.0, inf): -1*(-(nu + 1)/x)/x
-    measured float32 mean 0.28 / p99 1.6 bits, float64 mean 0.33 / p99 1.6 bits
+    form (regimes frugal(series +inf<1> | factor | series +inf<1>)): x in (-inf, -4263000000.0):
+        1*((nu + 1)/x)/x; x in [-4263000000.0, 26500000.0): (-nu + x**2)*(nu + 1)/(nu +
+        x**2)**2; x in [26500000.0, inf): 1*((nu + 1)/x)/x
+    measured float32 mean 0.30 / p99 1.6 bits, float64 mean 0.35 / p99 1.6 bits
     """
     v0 = tf.math.minimum(x, -4263000000.0)
     v1 = tf.math.add(nu, 1.0)
     v2 = tf.math.truediv(v1, v0)
-    v3 = tf.math.negative(v2)
-    v4 = tf.math.multiply(v3, -1.0)
-    v5 = tf.math.truediv(v4, v0)
-    v6 = tf.clip_by_value(x, -4263000000.0, 26500000.0)
-    v7 = tf.math.square(v6)
-    v8 = tf.math.subtract(v7, nu)
-    v9 = tf.math.multiply(v1, v8)
-    v10 = tf.math.add(nu, v7)
-    v11 = tf.math.square(v10)
-    v12 = tf.math.truediv(v9, v11)
-    v13 = tf.math.maximum(x, 26500000.0)
-    v14 = tf.math.truediv(v1, v13)
-    v15 = tf.math.negative(v14)
-    v16 = tf.math.multiply(v15, -1.0)
-    v17 = tf.math.truediv(v16, v13)
-    v18 = tf.where(tf.math.less(x, 26500000.0), v12, v17)
-    d_xx = tf.where(tf.math.less(x, -4263000000.0), v5, v18)
+    v3 = tf.math.multiply(v2, 1.0)
+    v4 = tf.math.truediv(v3, v0)
+    v5 = tf.clip_by_value(x, -4263000000.0, 26500000.0)
+    v6 = tf.math.square(v5)
+    v7 = tf.math.subtract(v6, nu)
+    v8 = tf.math.multiply(v1, v7)
+    v9 = tf.math.add(nu, v6)
+    v10 = tf.math.square(v9)
+    v11 = tf.math.truediv(v8, v10)
+    v12 = tf.math.maximum(x, 26500000.0)
+    v13 = tf.math.truediv(v1, v12)
+    v14 = tf.math.multiply(v13, 1.0)
+    v15 = tf.math.truediv(v14, v12)
+    v16 = tf.where(tf.math.less(x, 26500000.0), v11, v15)
+    d_xx = tf.where(tf.math.less(x, -4263000000.0), v4, v16)
     return d_xx
 
 

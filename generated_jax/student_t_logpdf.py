@@ -146,31 +146,29 @@ def _student_t_logpdf_d_xx(x, nu):
     """f'' of student_t_logpdf (the last custom order: autodiff beyond it differentiates this form).
 
     f'' = -(nu + 1)/(nu*(1 + x**2/nu)) + 2*x**2*(nu + 1)/(nu**2*(1 + x**2/nu)**2)
-    form (regimes frugal(series -inf<1> | factor | series -inf<1>)): x in (-inf, -4263000000.0):
-        -1*(-(nu + 1)/x)/x; x in [-4263000000.0, 26500000.0): (-nu + x**2)*(nu + 1)/(nu +
-        x**2)**2; x in [26500000.0, inf): -1*(-(nu + 1)/x)/x
-    measured float32 mean 0.28 / p99 1.6 bits, float64 mean 0.33 / p99 1.6 bits
+    form (regimes frugal(series +inf<1> | factor | series +inf<1>)): x in (-inf, -4263000000.0):
+        1*((nu + 1)/x)/x; x in [-4263000000.0, 26500000.0): (-nu + x**2)*(nu + 1)/(nu +
+        x**2)**2; x in [26500000.0, inf): 1*((nu + 1)/x)/x
+    measured float32 mean 0.30 / p99 1.6 bits, float64 mean 0.35 / p99 1.6 bits
     """
     v0 = jnp.minimum(x, -4263000000.0)
     v1 = jnp.add(nu, 1.0)
     v2 = jnp.divide(v1, v0)
-    v3 = jnp.negative(v2)
-    v4 = jnp.multiply(v3, -1.0)
-    v5 = jnp.divide(v4, v0)
-    v6 = jnp.clip(x, -4263000000.0, 26500000.0)
-    v7 = jnp.square(v6)
-    v8 = jnp.subtract(v7, nu)
-    v9 = jnp.multiply(v1, v8)
-    v10 = jnp.add(nu, v7)
-    v11 = jnp.square(v10)
-    v12 = jnp.divide(v9, v11)
-    v13 = jnp.maximum(x, 26500000.0)
-    v14 = jnp.divide(v1, v13)
-    v15 = jnp.negative(v14)
-    v16 = jnp.multiply(v15, -1.0)
-    v17 = jnp.divide(v16, v13)
-    v18 = jnp.where(x < 26500000.0, v12, v17)
-    d_xx = jnp.where(x < -4263000000.0, v5, v18)
+    v3 = jnp.multiply(v2, 1.0)
+    v4 = jnp.divide(v3, v0)
+    v5 = jnp.clip(x, -4263000000.0, 26500000.0)
+    v6 = jnp.square(v5)
+    v7 = jnp.subtract(v6, nu)
+    v8 = jnp.multiply(v1, v7)
+    v9 = jnp.add(nu, v6)
+    v10 = jnp.square(v9)
+    v11 = jnp.divide(v8, v10)
+    v12 = jnp.maximum(x, 26500000.0)
+    v13 = jnp.divide(v1, v12)
+    v14 = jnp.multiply(v13, 1.0)
+    v15 = jnp.divide(v14, v12)
+    v16 = jnp.where(x < 26500000.0, v11, v15)
+    d_xx = jnp.where(x < -4263000000.0, v4, v16)
     return d_xx
 
 

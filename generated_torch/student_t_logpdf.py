@@ -157,31 +157,29 @@ def _student_t_logpdf_d_xx(x, nu):
     """f'' of student_t_logpdf (the last custom order: autodiff beyond it differentiates this form).
 
     f'' = -(nu + 1)/(nu*(1 + x**2/nu)) + 2*x**2*(nu + 1)/(nu**2*(1 + x**2/nu)**2)
-    form (regimes frugal(series -inf<1> | factor | series -inf<1>)): x in (-inf, -4263000000.0):
-        -1*(-(nu + 1)/x)/x; x in [-4263000000.0, 26500000.0): (-nu + x**2)*(nu + 1)/(nu +
-        x**2)**2; x in [26500000.0, inf): -1*(-(nu + 1)/x)/x
-    measured float32 mean 0.28 / p99 1.6 bits, float64 mean 0.33 / p99 1.6 bits
+    form (regimes frugal(series +inf<1> | factor | series +inf<1>)): x in (-inf, -4263000000.0):
+        1*((nu + 1)/x)/x; x in [-4263000000.0, 26500000.0): (-nu + x**2)*(nu + 1)/(nu +
+        x**2)**2; x in [26500000.0, inf): 1*((nu + 1)/x)/x
+    measured float32 mean 0.30 / p99 1.6 bits, float64 mean 0.35 / p99 1.6 bits
     """
     v0 = torch.clamp(x, max=-4263000000.0)
     v1 = torch.add(nu, 1.0)
     v2 = torch.div(v1, v0)
-    v3 = torch.neg(v2)
-    v4 = torch.mul(v3, -1.0)
-    v5 = torch.div(v4, v0)
-    v6 = torch.clamp(x, -4263000000.0, 26500000.0)
-    v7 = torch.square(v6)
-    v8 = torch.sub(v7, nu)
-    v9 = torch.mul(v1, v8)
-    v10 = torch.add(nu, v7)
-    v11 = torch.square(v10)
-    v12 = torch.div(v9, v11)
-    v13 = torch.clamp(x, min=26500000.0)
-    v14 = torch.div(v1, v13)
-    v15 = torch.neg(v14)
-    v16 = torch.mul(v15, -1.0)
-    v17 = torch.div(v16, v13)
-    v18 = torch.where(x < 26500000.0, v12, v17)
-    d_xx = torch.where(x < -4263000000.0, v5, v18)
+    v3 = torch.mul(v2, 1.0)
+    v4 = torch.div(v3, v0)
+    v5 = torch.clamp(x, -4263000000.0, 26500000.0)
+    v6 = torch.square(v5)
+    v7 = torch.sub(v6, nu)
+    v8 = torch.mul(v1, v7)
+    v9 = torch.add(nu, v6)
+    v10 = torch.square(v9)
+    v11 = torch.div(v8, v10)
+    v12 = torch.clamp(x, min=26500000.0)
+    v13 = torch.div(v1, v12)
+    v14 = torch.mul(v13, 1.0)
+    v15 = torch.div(v14, v12)
+    v16 = torch.where(x < 26500000.0, v11, v15)
+    d_xx = torch.where(x < -4263000000.0, v4, v16)
     return d_xx
 
 

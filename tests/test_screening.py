@@ -213,3 +213,44 @@ def test_a_proxy_grossly_wrong_where_the_form_is_right_adds_nothing():
     proxy = measure("series", series, spec, samples, False)
     exact = sp.log(1 + spec.arg_symbols[0])
     assert screened(spec, exact, chosen, (chosen, proxy), samples, False) is None
+
+
+SQUARE_TIMES_EXP = """\
+name: square_times_exp
+args: [x, y]
+expr: y**2*exp(-x)
+order: 1
+domain:
+  x: [0, 200]
+  y: [1, 1e10]
+"""
+
+
+def test_an_edge_between_two_args_is_found_past_it():
+    """y**2*exp(-x) as written is flushed in float32 from x = 87.34 on, where exp(-x) is,
+    while its value is a normal number up to x = 87.34 + 2*log(y). A grid with no point in
+    that band has flushed points and normal ones; bisecting between them finds points past
+    the form's edge, inside the band."""
+    from codegen.stabilize.screening import _past_edges
+
+    spec = derive(parse_spec_text(SQUARE_TIMES_EXP, "square_times_exp.yaml")).spec
+    x, y = spec.arg_symbols
+    x_grid, y_grid = np.meshgrid([10.0, 60.0, 150.0, 200.0], [1.0, 1e3, 1e6, 1e10])
+    pts = np.stack([x_grid.ravel(), y_grid.ravel()], axis=1).astype("float32")
+    past = _past_edges(y**2 * sp.exp(-x), spec, pts, "float32", False).astype(np.float64)
+    assert len(past) >= 1
+    log_tiny = math.log(TINY)
+    assert np.all(past[:, 0] > -log_tiny - 1e-3)  # exp(-x) flushed
+    inside = 2 * np.log(past[:, 1]) - past[:, 0] > log_tiny  # y**2*exp(-x) normal
+    assert inside.any()
+
+
+def test_a_flush_at_the_smallest_normal_is_no_failure():
+    """At an edge found by bisection the exact value is often the smallest normal number, and
+    a form one ulp low is flushed there: not a failure screening adds. Twice that value
+    flushed is one."""
+    from codegen.stabilize.screening import _fails
+
+    approx = np.zeros(3, dtype="float32")
+    exact = np.array([TINY, TINY * (1 + 2e-7), 2 * TINY])
+    assert _fails(approx, exact, "float32").tolist() == [False, False, True]

@@ -3,7 +3,8 @@
 In: a spec, one partial's exact expression, the form chosen for it, the other candidates
 measured, and the `Samples` it was chosen on. Out: `screened`, those samples with the points
 added where the chosen form fails (NaN, inf or 0 where the exact value is a finite normal
-number) among `SCREEN_POINTS` more per dtype of seed `SCREEN_SEED`; or None where none fails.
+number) or is grossly wrong, among `SCREEN_POINTS` more per dtype of seed `SCREEN_SEED` and the
+points just past the edges where the form's output is flushed; or None where none fails.
 
 Why: the failures met at points no build chose on are mostly a narrow band the sample
 missed, where an intermediate leaves the float range while the result does not: selu's f'
@@ -13,7 +14,8 @@ it is -1.6e-306. Finding such a point needs no exact value until the form's outp
 NaN, inf, 0 or subnormal while another computation of it is a normal number: the same form
 in float64 for float32, or one of the best other candidates. Only those points get exact
 values, `MAX_SUSPECTS` per dtype at most, so screening costs the mirror's cheap evaluations.
-A band narrower than about 1/SCREEN_POINTS of the sample's spread can still be missed.
+Bands that start where the form's output is flushed are found at their edge by bisection
+(`_past_edges`); others narrower than about 1/SCREEN_POINTS of the spread can be missed.
 
 The same points find gross errors: outputs that are normal numbers but wrong in their leading
 bits (`GOOD_BITS`), which the promise's p99 lets through where they cover less than 1% of the
@@ -113,14 +115,15 @@ EDGE_STEPS = 64  # bisections of each edge: to one ulp of float64 from a spread 
 
 def _past_edges(form, spec, points: np.ndarray, dtype: str, promoted: bool) -> np.ndarray:
     """For a one-arg spec, the first point past each edge between neighbouring screening
-    points where the form's output goes from a normal number to 0 or a subnormal, found by
-    bisection: a band where an intermediate is flushed while the result is normal starts
-    there, however narrow (gelu's f' in float32 at x = -13.33, where exp(-x**2/2) is flushed
-    and x times it is -1.34e-38; the band is 0.12 wide). Not edges into inf or NaN (the
+    points (for more args, `_past_edges_between`) where the form's output goes from a normal
+    number to 0 or a subnormal, found by bisection: a band where an intermediate is flushed
+    while the result is normal starts there, however narrow (gelu's f' in float32 at
+    x = -13.33, where exp(-x**2/2) is flushed and x times it is -1.34e-38; the band is 0.12
+    wide). Not edges into inf or NaN (the
     sample's points around max**(1/k) find overflows), nor points that are themselves
     subnormal: frameworks flush those inputs to 0 on CPU."""
     if points.shape[1] != 1:
-        return np.zeros((0, points.shape[1]), dtype=points.dtype)
+        return _past_edges_between(form, spec, points, dtype, promoted)
     x = np.unique(points[:, 0])
     normal = _normal(_on_every_path(form, spec, x[:, None], dtype, promoted), dtype).all(axis=0)
     edges = np.nonzero(normal[1:] != normal[:-1])[0]
@@ -139,15 +142,74 @@ def _past_edges(form, spec, points: np.ndarray, dtype: str, promoted: bool) -> n
     return past[flushed & (np.abs(past) >= _tiny(dtype))][:, None]
 
 
+EDGE_PAIRS = 16  # flushed points of a many-arg spec, each bisected toward a normal one
+SCALE_STEPS = 40  # bisections on `_to_scale`: its spread of 2.9e3 to 3e-9
+
+
+def _past_edges_between(form, spec, points: np.ndarray, dtype: str, promoted: bool):
+    """For a spec of several args, up to `EDGE_PAIRS` points past an edge into 0 or a
+    subnormal: each of that many points where the form's output is flushed is bisected toward
+    the nearest point where it is normal, on the scale of magnitudes (`_to_scale`), and the
+    first flushed point found is kept. d_logistic_nll's f_xy = x*y*exp(-x*y)/... in float32
+    is flushed from x*y = 87.3 on and its value normal up to x*y = 91.9."""
+    tiny, empty = _tiny(dtype), np.zeros((0, points.shape[1]), dtype=points.dtype)
+    with np.errstate(invalid="ignore"):
+        out = _on_every_path(form, spec, points, dtype, promoted)
+        normal, flushed = _normal(out, dtype).all(axis=0), (np.abs(out) < tiny).any(axis=0)
+    to, near = np.nonzero(flushed)[0], np.nonzero(normal)[0]
+    if not len(to) or not len(near):
+        return empty
+    to = to[np.linspace(0, len(to) - 1, min(EDGE_PAIRS, len(to))).astype(int)]
+    scaled = _to_scale(points.astype(np.float64), tiny)
+    gaps = ((scaled[to, None, :] - scaled[None, near, :]) ** 2).sum(axis=2)
+    lo, hi = scaled[near[gaps.argmin(axis=1)]], scaled[to]
+    for _ in range(SCALE_STEPS):  # eager mode's edge; the point past it is judged on all paths
+        mid = lo / 2 + hi / 2
+        at, ends = (_from_scale(v, tiny).astype(points.dtype) for v in (mid, (lo, hi)))
+        if np.all((at == ends[0]) | (at == ends[1])):
+            break  # every pair is one ulp of the dtype apart
+        ok = _normal(_outputs(form, spec, at, dtype, promoted), dtype)[0]
+        lo, hi = np.where(ok[:, None], mid, lo), np.where(ok[:, None], hi, mid)
+    past = _from_scale(hi, tiny).astype(points.dtype)
+    with np.errstate(invalid="ignore"):
+        out = _on_every_path(form, spec, past, dtype, promoted)
+        keep = (np.abs(out) < tiny).any(axis=0) & ~((past != 0) & (np.abs(past) < tiny)).any(axis=1)
+    return past[keep] if keep.any() else empty
+
+
+def _to_scale(values: np.ndarray, tiny: float) -> np.ndarray:
+    """A monotone map of floats on which bisection crosses decades evenly: v/tiny up to tiny,
+    then 1 + log(|v|/tiny), signed."""
+    size = np.abs(values)
+    logs = np.log(np.maximum(size, tiny)) - np.log(tiny) + 1
+    return np.sign(values) * np.where(size > tiny, logs, np.minimum(size, tiny) / tiny)
+
+
+def _from_scale(scaled: np.ndarray, tiny: float) -> np.ndarray:
+    """The inverse of `_to_scale`."""
+    size = np.abs(scaled)
+    with np.errstate(over="ignore"):
+        big = np.exp(np.maximum(size, 1) - 1 + np.log(tiny))
+    return np.sign(scaled) * np.where(size > 1, big, size * tiny)
+
+
 def _tiny(dtype: str) -> float:
     return float(np.finfo(dtype).tiny)
 
 
 def _fails(approx: np.ndarray, exact: np.ndarray, dtype: str) -> np.ndarray:
-    """Where `approx` fails (`accuracy.failure_mask`) or is grossly wrong."""
+    """Where `approx` fails (`accuracy.failure_mask`) or is grossly wrong, unless both it and
+    the exact value are within the promise's p99 of rounding of the smallest normal: at an
+    edge found by bisection the exact value is often the smallest normal itself, and a form
+    one ulp low there is flushed (hypot's f_xy at (229.9, 1.4e20) in float32), which is no
+    band a form could miss."""
+    t = np.finfo(dtype)
+    edge = float(t.tiny) * (1 + 2**accuracy.P99_LIMIT * float(t.eps))
     with np.errstate(invalid="ignore"):
         gross = np.nan_to_num(accuracy.bits_error(approx, exact, dtype), nan=0.0) > _gross(dtype)
-    return accuracy.failure_mask(approx, exact, dtype) | gross
+        clear = np.abs(np.asarray(exact).astype(dtype)) > edge
+        both_at_edge = ~clear & (np.abs(approx) <= edge)
+    return (accuracy.failure_mask(approx, exact, dtype) & clear) | (gross & ~both_at_edge)
 
 
 def screened(spec, exact_expr, chosen, tried, samples: Samples, promoted: bool):
