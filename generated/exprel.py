@@ -199,7 +199,7 @@ def _exprel_d_x(x):
         -0.0384): (x*exp(x) - expm1(x))/x**2; [-0.0384, 0.0316): x*(x/8 + 1/3) + 1/2; [0.0316,
         88.0): exp(x)/x - expm1(x)/x**2; [88.0, 700.0]: sign(x - 1)*exp(x - 2*log(Abs(x)) +
         log(Abs(x - 1)))/sign(x)**2 + x**(-2); (700.0, inf): exp(x)/x - (exp(x) - 1)/x**2
-    measured float32 mean 0.40 / p99 4.9 bits, float64 mean 0.14 / p99 1.6 bits
+    measured float32 mean 0.40 / p99 4.8 bits, float64 mean 0.14 / p99 1.6 bits
     """
     if x.dtype == tf.float32:
         v0 = tf.math.exp(x)

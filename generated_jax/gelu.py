@@ -49,10 +49,16 @@ def _gelu_value(x):
     """The value of gelu.
 
     f = x*(erf(sqrt(2)*x/2) + 1)/2
-    float64 form (regimes(sympy+erfcx+absorb exp+exact squares | sympy+rules(erfc))+limits at
-        inf): at -inf: 0; (-inf, -3.01572371): sign(x)*(exp(-square_head(x,
-        64)**2/2)*Abs(x)*erfcx(-sqrt(2)*x/2)/2)*exp(-(x - square_head(x, 64))*(x +
-        square_head(x, 64))/2); [-3.01572371, inf): x*erfc(-sqrt(2)*x/2)/2
+    float64 form (regimes(series -inf times exp<8> | sympy+erfcx+absorb exp+exact squares |
+        sympy+rules(erfc))): (-inf, -37.54): (exp(-square_head(x, 64)**2/2)*exp(-(x -
+        square_head(x, 64))*(x + square_head(x, 64))/2))*(-sqrt(2)/(2*sqrt(pi)) +
+        (-1/x)**2*(sqrt(2)/(2*sqrt(pi)) + (-1/x)**2*(-3*sqrt(2)/(2*sqrt(pi)) +
+        (-1/x)**2*(15*sqrt(2)/(2*sqrt(pi)) + (-1/x)**2*(-105*sqrt(2)/(2*sqrt(pi)) +
+        (-1/x)**2*(945*sqrt(2)/(2*sqrt(pi)) + (-1/x)**2*(-10395*sqrt(2)/(2*sqrt(pi)) +
+        135135*sqrt(2)*(-1/x)**2/(2*sqrt(pi))))))))); [-37.54, -3.01572371):
+        sign(x)*(exp(-square_head(x, 64)**2/2)*Abs(x)*erfcx(-sqrt(2)*x/2)/2)*exp(-(x -
+        square_head(x, 64))*(x + square_head(x, 64))/2); [-3.01572371, inf):
+        x*erfc(-sqrt(2)*x/2)/2
     float32 form (regimes float32 frugal(series -inf times exp<4> | sympy+rules(erfc))): (-inf,
         -11.155): (exp(-square_head(x, 64)**2/2)*exp(-(x - square_head(x, 64))*(x +
         square_head(x, 64))/2))*(-sqrt(2)/(2*sqrt(pi)) + (-1/x)**2*(sqrt(2)/(2*sqrt(pi)) +
@@ -93,110 +99,129 @@ def _gelu_value(x):
         v29 = jnp.multiply(v25, v28)
         value = jnp.where(x < -11.155, v24, v29)
         return value
-    v0 = jnp.sign(x)
-    v1 = jnp.abs(x)
-    v2 = jnp.multiply(v1, 0.5)
-    v3 = jnp.multiply(x, 0.7071067811865476)
-    v4 = jnp.negative(v3)
-    v5 = jnp.clip(v4, -27.0, 3.0)
-    v6 = jnp.multiply(v5, 256.0)
-    v7 = jnp.round(v6)
-    v8 = jnp.divide(v7, 256.0)
-    v9 = jnp.subtract(v5, v8)
-    v10 = jnp.add(v5, v8)
+    v0 = jnp.clip(x, -64.0, 64.0)
+    v1 = jnp.multiply(v0, 256.0)
+    v2 = jnp.round(v1)
+    v3 = jnp.multiply(v2, 0.00390625)
+    v4 = jnp.square(v3)
+    v5 = jnp.multiply(v4, 0.5)
+    v6 = jnp.negative(v5)
+    v7 = jnp.exp(v6)
+    v8 = jnp.subtract(x, v3)
+    v9 = jnp.multiply(v8, 0.5)
+    v10 = jnp.add(x, v3)
     v11 = jnp.multiply(v9, v10)
-    v12 = jnp.square(v8)
+    v12 = jnp.negative(v11)
     v13 = jnp.exp(v12)
-    v14 = jnp.exp(v11)
-    v15 = jnp.multiply(v13, v14)
-    v16 = jax.lax.erfc(v5)
-    v17 = jnp.multiply(v15, v16)
-    v18 = jnp.maximum(v4, 3.0)
-    v19 = 15.0 / v18
-    v20 = jnp.add(v18, v19)
-    v21 = 14.5 / v20
-    v22 = jnp.add(v18, v21)
-    v23 = 14.0 / v22
-    v24 = jnp.add(v18, v23)
-    v25 = 13.5 / v24
-    v26 = jnp.add(v18, v25)
-    v27 = 13.0 / v26
-    v28 = jnp.add(v18, v27)
-    v29 = 12.5 / v28
-    v30 = jnp.add(v18, v29)
-    v31 = 12.0 / v30
-    v32 = jnp.add(v18, v31)
-    v33 = 11.5 / v32
-    v34 = jnp.add(v18, v33)
-    v35 = 11.0 / v34
-    v36 = jnp.add(v18, v35)
-    v37 = 10.5 / v36
-    v38 = jnp.add(v18, v37)
-    v39 = 10.0 / v38
-    v40 = jnp.add(v18, v39)
-    v41 = 9.5 / v40
-    v42 = jnp.add(v18, v41)
-    v43 = 9.0 / v42
-    v44 = jnp.add(v18, v43)
-    v45 = 8.5 / v44
-    v46 = jnp.add(v18, v45)
-    v47 = 8.0 / v46
-    v48 = jnp.add(v18, v47)
-    v49 = 7.5 / v48
-    v50 = jnp.add(v18, v49)
-    v51 = 7.0 / v50
-    v52 = jnp.add(v18, v51)
-    v53 = 6.5 / v52
-    v54 = jnp.add(v18, v53)
-    v55 = 6.0 / v54
-    v56 = jnp.add(v18, v55)
-    v57 = 5.5 / v56
-    v58 = jnp.add(v18, v57)
-    v59 = 5.0 / v58
-    v60 = jnp.add(v18, v59)
-    v61 = 4.5 / v60
-    v62 = jnp.add(v18, v61)
-    v63 = 4.0 / v62
-    v64 = jnp.add(v18, v63)
-    v65 = 3.5 / v64
-    v66 = jnp.add(v18, v65)
-    v67 = 3.0 / v66
-    v68 = jnp.add(v18, v67)
-    v69 = 2.5 / v68
-    v70 = jnp.add(v18, v69)
-    v71 = 2.0 / v70
-    v72 = jnp.add(v18, v71)
-    v73 = 1.5 / v72
-    v74 = jnp.add(v18, v73)
-    v75 = 1.0 / v74
-    v76 = jnp.add(v18, v75)
-    v77 = 0.5 / v76
-    v78 = jnp.add(v18, v77)
-    v79 = 0.5641895835477563 / v78
-    v80 = jnp.where(v4 >= 3.0, v79, v17)
-    v81 = jnp.multiply(v2, v80)
-    v82 = jnp.clip(x, -64.0, 64.0)
-    v83 = jnp.multiply(v82, 256.0)
-    v84 = jnp.round(v83)
-    v85 = jnp.multiply(v84, 0.00390625)
-    v86 = jnp.square(v85)
-    v87 = jnp.multiply(v86, 0.5)
-    v88 = jnp.negative(v87)
-    v89 = jnp.exp(v88)
-    v90 = jnp.multiply(v81, v89)
-    v91 = jnp.multiply(v0, v90)
-    v92 = jnp.subtract(x, v85)
-    v93 = jnp.multiply(v92, 0.5)
-    v94 = jnp.add(x, v85)
-    v95 = jnp.multiply(v93, v94)
-    v96 = jnp.negative(v95)
-    v97 = jnp.exp(v96)
-    v98 = jnp.multiply(v91, v97)
-    v99 = jnp.multiply(x, 0.5)
-    v100 = jax.lax.erfc(v4)
-    v101 = jnp.multiply(v99, v100)
-    v102 = jnp.where(x < -3.01572371, v98, v101)
-    value = jnp.where(x <= float("-inf"), 0.0, v102)
+    v14 = jnp.multiply(v7, v13)
+    v15 = 1.0 / x
+    v16 = jnp.negative(v15)
+    v17 = jnp.square(v16)
+    v18 = jnp.multiply(v17, 53911.06506204761)
+    v19 = jnp.subtract(v18, 4147.005004772893)
+    v20 = jnp.multiply(v17, v19)
+    v21 = jnp.add(v20, 377.0004549793539)
+    v22 = jnp.multiply(v17, v21)
+    v23 = jnp.subtract(v22, 41.88893944215043)
+    v24 = jnp.multiply(v17, v23)
+    v25 = jnp.add(v24, 5.984134206021491)
+    v26 = jnp.multiply(v17, v25)
+    v27 = jnp.subtract(v26, 1.196826841204298)
+    v28 = jnp.multiply(v17, v27)
+    v29 = jnp.add(v28, 0.3989422804014327)
+    v30 = jnp.multiply(v17, v29)
+    v31 = jnp.subtract(v30, 0.3989422804014327)
+    v32 = jnp.multiply(v14, v31)
+    v33 = jnp.sign(x)
+    v34 = jnp.abs(x)
+    v35 = jnp.multiply(v34, 0.5)
+    v36 = jnp.multiply(x, 0.7071067811865476)
+    v37 = jnp.negative(v36)
+    v38 = jnp.clip(v37, -27.0, 3.0)
+    v39 = jnp.multiply(v38, 256.0)
+    v40 = jnp.round(v39)
+    v41 = jnp.divide(v40, 256.0)
+    v42 = jnp.subtract(v38, v41)
+    v43 = jnp.add(v38, v41)
+    v44 = jnp.multiply(v42, v43)
+    v45 = jnp.square(v41)
+    v46 = jnp.exp(v45)
+    v47 = jnp.exp(v44)
+    v48 = jnp.multiply(v46, v47)
+    v49 = jax.lax.erfc(v38)
+    v50 = jnp.multiply(v48, v49)
+    v51 = jnp.maximum(v37, 3.0)
+    v52 = 15.0 / v51
+    v53 = jnp.add(v51, v52)
+    v54 = 14.5 / v53
+    v55 = jnp.add(v51, v54)
+    v56 = 14.0 / v55
+    v57 = jnp.add(v51, v56)
+    v58 = 13.5 / v57
+    v59 = jnp.add(v51, v58)
+    v60 = 13.0 / v59
+    v61 = jnp.add(v51, v60)
+    v62 = 12.5 / v61
+    v63 = jnp.add(v51, v62)
+    v64 = 12.0 / v63
+    v65 = jnp.add(v51, v64)
+    v66 = 11.5 / v65
+    v67 = jnp.add(v51, v66)
+    v68 = 11.0 / v67
+    v69 = jnp.add(v51, v68)
+    v70 = 10.5 / v69
+    v71 = jnp.add(v51, v70)
+    v72 = 10.0 / v71
+    v73 = jnp.add(v51, v72)
+    v74 = 9.5 / v73
+    v75 = jnp.add(v51, v74)
+    v76 = 9.0 / v75
+    v77 = jnp.add(v51, v76)
+    v78 = 8.5 / v77
+    v79 = jnp.add(v51, v78)
+    v80 = 8.0 / v79
+    v81 = jnp.add(v51, v80)
+    v82 = 7.5 / v81
+    v83 = jnp.add(v51, v82)
+    v84 = 7.0 / v83
+    v85 = jnp.add(v51, v84)
+    v86 = 6.5 / v85
+    v87 = jnp.add(v51, v86)
+    v88 = 6.0 / v87
+    v89 = jnp.add(v51, v88)
+    v90 = 5.5 / v89
+    v91 = jnp.add(v51, v90)
+    v92 = 5.0 / v91
+    v93 = jnp.add(v51, v92)
+    v94 = 4.5 / v93
+    v95 = jnp.add(v51, v94)
+    v96 = 4.0 / v95
+    v97 = jnp.add(v51, v96)
+    v98 = 3.5 / v97
+    v99 = jnp.add(v51, v98)
+    v100 = 3.0 / v99
+    v101 = jnp.add(v51, v100)
+    v102 = 2.5 / v101
+    v103 = jnp.add(v51, v102)
+    v104 = 2.0 / v103
+    v105 = jnp.add(v51, v104)
+    v106 = 1.5 / v105
+    v107 = jnp.add(v51, v106)
+    v108 = 1.0 / v107
+    v109 = jnp.add(v51, v108)
+    v110 = 0.5 / v109
+    v111 = jnp.add(v51, v110)
+    v112 = 0.5641895835477563 / v111
+    v113 = jnp.where(v37 >= 3.0, v112, v50)
+    v114 = jnp.multiply(v35, v113)
+    v115 = jnp.multiply(v114, v7)
+    v116 = jnp.multiply(v33, v115)
+    v117 = jnp.multiply(v116, v13)
+    v118 = jnp.multiply(x, 0.5)
+    v119 = jax.lax.erfc(v37)
+    v120 = jnp.multiply(v118, v119)
+    v121 = jnp.where(x < -3.01572371, v117, v120)
+    value = jnp.where(x < -37.54, v32, v121)
     return value
 
 

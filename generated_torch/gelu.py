@@ -60,10 +60,16 @@ def _gelu_value(x):
     """The value of gelu.
 
     f = x*(erf(sqrt(2)*x/2) + 1)/2
-    float64 form (regimes(sympy+erfcx+absorb exp+exact squares | sympy+rules(erfc))+limits at
-        inf): at -inf: 0; (-inf, -3.01572371): sign(x)*(exp(-square_head(x,
-        64)**2/2)*Abs(x)*erfcx(-sqrt(2)*x/2)/2)*exp(-(x - square_head(x, 64))*(x +
-        square_head(x, 64))/2); [-3.01572371, inf): x*erfc(-sqrt(2)*x/2)/2
+    float64 form (regimes(series -inf times exp<8> | sympy+erfcx+absorb exp+exact squares |
+        sympy+rules(erfc))): (-inf, -37.54): (exp(-square_head(x, 64)**2/2)*exp(-(x -
+        square_head(x, 64))*(x + square_head(x, 64))/2))*(-sqrt(2)/(2*sqrt(pi)) +
+        (-1/x)**2*(sqrt(2)/(2*sqrt(pi)) + (-1/x)**2*(-3*sqrt(2)/(2*sqrt(pi)) +
+        (-1/x)**2*(15*sqrt(2)/(2*sqrt(pi)) + (-1/x)**2*(-105*sqrt(2)/(2*sqrt(pi)) +
+        (-1/x)**2*(945*sqrt(2)/(2*sqrt(pi)) + (-1/x)**2*(-10395*sqrt(2)/(2*sqrt(pi)) +
+        135135*sqrt(2)*(-1/x)**2/(2*sqrt(pi))))))))); [-37.54, -3.01572371):
+        sign(x)*(exp(-square_head(x, 64)**2/2)*Abs(x)*erfcx(-sqrt(2)*x/2)/2)*exp(-(x -
+        square_head(x, 64))*(x + square_head(x, 64))/2); [-3.01572371, inf):
+        x*erfc(-sqrt(2)*x/2)/2
     float32 form (regimes float32 frugal(series -inf times exp<4> | sympy+rules(erfc))): (-inf,
         -11.155): (exp(-square_head(x, 64)**2/2)*exp(-(x - square_head(x, 64))*(x +
         square_head(x, 64))/2))*(-sqrt(2)/(2*sqrt(pi)) + (-1/x)**2*(sqrt(2)/(2*sqrt(pi)) +
@@ -104,110 +110,129 @@ def _gelu_value(x):
         v29 = torch.mul(v25, v28)
         value = torch.where(x < -11.155, v24, v29)
         return value
-    v0 = torch.sign(x)
-    v1 = torch.abs(x)
-    v2 = torch.mul(v1, 0.5)
-    v3 = torch.mul(x, 0.7071067811865476)
-    v4 = torch.neg(v3)
-    v5 = torch.clamp(v4, -27.0, 3.0)
-    v6 = torch.mul(v5, 256.0)
-    v7 = torch.round(v6)
-    v8 = torch.div(v7, 256.0)
-    v9 = torch.sub(v5, v8)
-    v10 = torch.add(v5, v8)
+    v0 = torch.clamp(x, -64.0, 64.0)
+    v1 = torch.mul(v0, 256.0)
+    v2 = torch.round(v1)
+    v3 = torch.mul(v2, 0.00390625)
+    v4 = torch.square(v3)
+    v5 = torch.mul(v4, 0.5)
+    v6 = torch.neg(v5)
+    v7 = torch.exp(v6)
+    v8 = torch.sub(x, v3)
+    v9 = torch.mul(v8, 0.5)
+    v10 = torch.add(x, v3)
     v11 = torch.mul(v9, v10)
-    v12 = torch.square(v8)
+    v12 = torch.neg(v11)
     v13 = torch.exp(v12)
-    v14 = torch.exp(v11)
-    v15 = torch.mul(v13, v14)
-    v16 = torch.erfc(v5)
-    v17 = torch.mul(v15, v16)
-    v18 = torch.clamp(v4, min=3.0)
-    v19 = 15.0 / v18
-    v20 = torch.add(v18, v19)
-    v21 = 14.5 / v20
-    v22 = torch.add(v18, v21)
-    v23 = 14.0 / v22
-    v24 = torch.add(v18, v23)
-    v25 = 13.5 / v24
-    v26 = torch.add(v18, v25)
-    v27 = 13.0 / v26
-    v28 = torch.add(v18, v27)
-    v29 = 12.5 / v28
-    v30 = torch.add(v18, v29)
-    v31 = 12.0 / v30
-    v32 = torch.add(v18, v31)
-    v33 = 11.5 / v32
-    v34 = torch.add(v18, v33)
-    v35 = 11.0 / v34
-    v36 = torch.add(v18, v35)
-    v37 = 10.5 / v36
-    v38 = torch.add(v18, v37)
-    v39 = 10.0 / v38
-    v40 = torch.add(v18, v39)
-    v41 = 9.5 / v40
-    v42 = torch.add(v18, v41)
-    v43 = 9.0 / v42
-    v44 = torch.add(v18, v43)
-    v45 = 8.5 / v44
-    v46 = torch.add(v18, v45)
-    v47 = 8.0 / v46
-    v48 = torch.add(v18, v47)
-    v49 = 7.5 / v48
-    v50 = torch.add(v18, v49)
-    v51 = 7.0 / v50
-    v52 = torch.add(v18, v51)
-    v53 = 6.5 / v52
-    v54 = torch.add(v18, v53)
-    v55 = 6.0 / v54
-    v56 = torch.add(v18, v55)
-    v57 = 5.5 / v56
-    v58 = torch.add(v18, v57)
-    v59 = 5.0 / v58
-    v60 = torch.add(v18, v59)
-    v61 = 4.5 / v60
-    v62 = torch.add(v18, v61)
-    v63 = 4.0 / v62
-    v64 = torch.add(v18, v63)
-    v65 = 3.5 / v64
-    v66 = torch.add(v18, v65)
-    v67 = 3.0 / v66
-    v68 = torch.add(v18, v67)
-    v69 = 2.5 / v68
-    v70 = torch.add(v18, v69)
-    v71 = 2.0 / v70
-    v72 = torch.add(v18, v71)
-    v73 = 1.5 / v72
-    v74 = torch.add(v18, v73)
-    v75 = 1.0 / v74
-    v76 = torch.add(v18, v75)
-    v77 = 0.5 / v76
-    v78 = torch.add(v18, v77)
-    v79 = 0.5641895835477563 / v78
-    v80 = torch.where(v4 >= 3.0, v79, v17)
-    v81 = torch.mul(v2, v80)
-    v82 = torch.clamp(x, -64.0, 64.0)
-    v83 = torch.mul(v82, 256.0)
-    v84 = torch.round(v83)
-    v85 = torch.mul(v84, 0.00390625)
-    v86 = torch.square(v85)
-    v87 = torch.mul(v86, 0.5)
-    v88 = torch.neg(v87)
-    v89 = torch.exp(v88)
-    v90 = torch.mul(v81, v89)
-    v91 = torch.mul(v0, v90)
-    v92 = torch.sub(x, v85)
-    v93 = torch.mul(v92, 0.5)
-    v94 = torch.add(x, v85)
-    v95 = torch.mul(v93, v94)
-    v96 = torch.neg(v95)
-    v97 = torch.exp(v96)
-    v98 = torch.mul(v91, v97)
-    v99 = torch.mul(x, 0.5)
-    v100 = torch.erfc(v4)
-    v101 = torch.mul(v99, v100)
-    v102 = torch.where(x < -3.01572371, v98, v101)
-    value = torch.where(x <= float("-inf"), 0.0, v102)
+    v14 = torch.mul(v7, v13)
+    v15 = 1.0 / x
+    v16 = torch.neg(v15)
+    v17 = torch.square(v16)
+    v18 = torch.mul(v17, 53911.06506204761)
+    v19 = torch.sub(v18, 4147.005004772893)
+    v20 = torch.mul(v17, v19)
+    v21 = torch.add(v20, 377.0004549793539)
+    v22 = torch.mul(v17, v21)
+    v23 = torch.sub(v22, 41.88893944215043)
+    v24 = torch.mul(v17, v23)
+    v25 = torch.add(v24, 5.984134206021491)
+    v26 = torch.mul(v17, v25)
+    v27 = torch.sub(v26, 1.196826841204298)
+    v28 = torch.mul(v17, v27)
+    v29 = torch.add(v28, 0.3989422804014327)
+    v30 = torch.mul(v17, v29)
+    v31 = torch.sub(v30, 0.3989422804014327)
+    v32 = torch.mul(v14, v31)
+    v33 = torch.sign(x)
+    v34 = torch.abs(x)
+    v35 = torch.mul(v34, 0.5)
+    v36 = torch.mul(x, 0.7071067811865476)
+    v37 = torch.neg(v36)
+    v38 = torch.clamp(v37, -27.0, 3.0)
+    v39 = torch.mul(v38, 256.0)
+    v40 = torch.round(v39)
+    v41 = torch.div(v40, 256.0)
+    v42 = torch.sub(v38, v41)
+    v43 = torch.add(v38, v41)
+    v44 = torch.mul(v42, v43)
+    v45 = torch.square(v41)
+    v46 = torch.exp(v45)
+    v47 = torch.exp(v44)
+    v48 = torch.mul(v46, v47)
+    v49 = torch.erfc(v38)
+    v50 = torch.mul(v48, v49)
+    v51 = torch.clamp(v37, min=3.0)
+    v52 = 15.0 / v51
+    v53 = torch.add(v51, v52)
+    v54 = 14.5 / v53
+    v55 = torch.add(v51, v54)
+    v56 = 14.0 / v55
+    v57 = torch.add(v51, v56)
+    v58 = 13.5 / v57
+    v59 = torch.add(v51, v58)
+    v60 = 13.0 / v59
+    v61 = torch.add(v51, v60)
+    v62 = 12.5 / v61
+    v63 = torch.add(v51, v62)
+    v64 = 12.0 / v63
+    v65 = torch.add(v51, v64)
+    v66 = 11.5 / v65
+    v67 = torch.add(v51, v66)
+    v68 = 11.0 / v67
+    v69 = torch.add(v51, v68)
+    v70 = 10.5 / v69
+    v71 = torch.add(v51, v70)
+    v72 = 10.0 / v71
+    v73 = torch.add(v51, v72)
+    v74 = 9.5 / v73
+    v75 = torch.add(v51, v74)
+    v76 = 9.0 / v75
+    v77 = torch.add(v51, v76)
+    v78 = 8.5 / v77
+    v79 = torch.add(v51, v78)
+    v80 = 8.0 / v79
+    v81 = torch.add(v51, v80)
+    v82 = 7.5 / v81
+    v83 = torch.add(v51, v82)
+    v84 = 7.0 / v83
+    v85 = torch.add(v51, v84)
+    v86 = 6.5 / v85
+    v87 = torch.add(v51, v86)
+    v88 = 6.0 / v87
+    v89 = torch.add(v51, v88)
+    v90 = 5.5 / v89
+    v91 = torch.add(v51, v90)
+    v92 = 5.0 / v91
+    v93 = torch.add(v51, v92)
+    v94 = 4.5 / v93
+    v95 = torch.add(v51, v94)
+    v96 = 4.0 / v95
+    v97 = torch.add(v51, v96)
+    v98 = 3.5 / v97
+    v99 = torch.add(v51, v98)
+    v100 = 3.0 / v99
+    v101 = torch.add(v51, v100)
+    v102 = 2.5 / v101
+    v103 = torch.add(v51, v102)
+    v104 = 2.0 / v103
+    v105 = torch.add(v51, v104)
+    v106 = 1.5 / v105
+    v107 = torch.add(v51, v106)
+    v108 = 1.0 / v107
+    v109 = torch.add(v51, v108)
+    v110 = 0.5 / v109
+    v111 = torch.add(v51, v110)
+    v112 = 0.5641895835477563 / v111
+    v113 = torch.where(v37 >= 3.0, v112, v50)
+    v114 = torch.mul(v35, v113)
+    v115 = torch.mul(v114, v7)
+    v116 = torch.mul(v33, v115)
+    v117 = torch.mul(v116, v13)
+    v118 = torch.mul(x, 0.5)
+    v119 = torch.erfc(v37)
+    v120 = torch.mul(v118, v119)
+    v121 = torch.where(x < -3.01572371, v117, v120)
+    value = torch.where(x < -37.54, v32, v121)
     return value
 
 

@@ -254,3 +254,47 @@ def test_a_flush_at_the_smallest_normal_is_no_failure():
     approx = np.zeros(3, dtype="float32")
     exact = np.array([TINY, TINY * (1 + 2e-7), 2 * TINY])
     assert _fails(approx, exact, "float32").tolist() == [False, False, True]
+
+
+SQUARE_TIMES_TAIL = """\
+name: square_times_tail
+args: [x]
+expr: x**2*exp(-x)
+order: 1
+domain:
+  x: [0, 1000]
+"""
+# float64: exp(-x) flushed from x = 708.4 on, x**2*exp(-x) a normal number up to x = 721.6
+TAIL_BAND = (-math.log(float(np.finfo(np.float64).tiny)), 721.7)
+
+
+def _tail_samples_before_the_band() -> tuple:
+    derived = derive(parse_spec_text(SQUARE_TIMES_TAIL, "square_times_tail.yaml"))
+    spec, partial = derived.spec, derived.partials[0]
+    points, exact = {}, {}
+    for dtype in accuracy.DTYPES:
+        x = np.linspace(0.0, 700.0, 200).astype(dtype)
+        points[dtype] = x[:, None]
+        exact[dtype] = np.array([float(mpmath.mpf(float(v)) ** 2 * mpmath.exp(-v)) for v in x])
+    return spec, partial, Samples(points, exact)
+
+
+def test_a_point_past_an_edge_is_judged_with_no_proxy_normal_there():
+    """In float64 no wider form tells that x**2*exp(-x) is a normal number where exp(-x) is
+    flushed, and here no other candidate does: the point past the edge is judged by its
+    exact value alone."""
+    spec, partial, samples = _tail_samples_before_the_band()
+    naive = measure("naive", partial.expr, spec, samples, False)
+    found = screened(spec, partial.expr, naive, (naive,), samples, False)
+    assert found is not None
+    added = found.points["float64"][len(samples.points["float64"]) :, 0]
+    assert len(added) >= 1 and np.all((added > TAIL_BAND[0]) & (added < TAIL_BAND[1]))
+
+
+def test_failures_the_choice_was_made_knowing_are_not_found_again():
+    """Points already in the sample fail where no candidate fixes them; finding them again
+    must not make the choice again."""
+    spec, partial, samples = _tail_samples_before_the_band()
+    naive = measure("naive", partial.expr, spec, samples, False)
+    found = screened(spec, partial.expr, naive, (naive,), samples, False)
+    assert screened(spec, partial.expr, naive, (naive,), found, False) is None

@@ -70,11 +70,16 @@ def _gross(dtype: str) -> float:
     return float(np.finfo(dtype).nmant + 1 - GOOD_BITS)
 
 
-def _suspects(chosen, proxies, spec, points: np.ndarray, dtype: str, promoted: bool):
+def _suspects(chosen, proxies, spec, points: np.ndarray, dtype: str, promoted: bool, edges: int):
     """(indices of `points` where the chosen form fails or is grossly wrong, as far as the
-    proxies tell, failures first; the chosen form's outputs, one row per path)."""
+    proxies tell, failures first; the chosen form's outputs, one row per path). The last
+    `edges` points lie just past an edge into a flush (`_past_edges`): each is a suspect by
+    itself, since there no proxy need be normal (d_silu_diff's f_xx in float64 at
+    x - y = 709.7, where every proxy flushed sigmoid(-x + y) as the chosen form did)."""
     out = _on_every_path(chosen.form, spec, points, dtype, promoted)
     failing = _failure_suspects(out, proxies, chosen, spec, points, dtype, promoted)
+    past = np.arange(len(points) - edges, len(points))
+    failing = np.concatenate([past, failing[~np.isin(failing, past)]])
     gross = _gross_suspects(out, proxies, spec, points, dtype)
     suspects = np.concatenate([failing, gross[~np.isin(gross, failing)]])
     return suspects[:MAX_SUSPECTS], out
@@ -212,6 +217,13 @@ def _fails(approx: np.ndarray, exact: np.ndarray, dtype: str) -> np.ndarray:
     return (accuracy.failure_mask(approx, exact, dtype) & clear) | (gross & ~both_at_edge)
 
 
+def _known(found: np.ndarray, sample: np.ndarray) -> np.ndarray:
+    """Which rows of `found` are points of `sample` already: the choice was made knowing
+    their failure (no candidate fixes it), and finding them again is no reason to choose again
+    (d_sqrt_diff_two's f_xx in float64 at (0.979, 5.7e-308))."""
+    return (found[:, None, :] == sample[None, :, :]).all(axis=2).any(axis=1)
+
+
 def screened(spec, exact_expr, chosen, tried, samples: Samples, promoted: bool):
     """`samples` with the screening points where `chosen` fails added, or None."""
     proxies = [c for c in sorted(tried, key=lambda c: c.rank()) if c is not chosen][:PROXIES]
@@ -219,14 +231,16 @@ def screened(spec, exact_expr, chosen, tried, samples: Samples, promoted: bool):
     points, exact, found = dict(samples.points), dict(samples.exact), False
     for dtype in accuracy.DTYPES:
         pts = accuracy.sample_points(spec.domain, dtype, SCREEN_POINTS, SCREEN_SEED)
-        pts = np.concatenate([pts, _past_edges(chosen.form, spec, pts, dtype, promoted)])
-        suspects, out = _suspects(chosen, proxies, spec, pts, dtype, promoted)
+        past = _past_edges(chosen.form, spec, pts, dtype, promoted)
+        pts = np.concatenate([pts, past])
+        suspects, out = _suspects(chosen, proxies, spec, pts, dtype, promoted, len(past))
         if not len(suspects):
             continue
         ref = accuracy.reference(
             expr, spec.arg_symbols, pts[suspects], dtype, cache_dir=accuracy.default_cache_dir()
         )
         failing = np.any([_fails(o[suspects], ref, dtype) for o in out], axis=0)
+        failing &= ~_known(pts[suspects], points[dtype])
         if failing.any():
             found = True
             points[dtype] = np.concatenate([points[dtype], pts[suspects][failing]])

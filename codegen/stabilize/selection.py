@@ -180,25 +180,51 @@ def choose(
     return Choice(partial.index, partial.expr, best, tried, promote, promoted_figures, float32_form)
 
 
-SCREEN_ROUNDS = 2  # choices, each but the last screened: a choice knowing the failures
-# screening found may take a form with failures of its own (a dtype's own, cheaper form)
+SCREEN_ROUNDS = 3  # choices, each screened: a choice knowing the failures screening found
+# may take a form with failures of its own (a dtype's own, cheaper form, or other regimes)
 
 
 def _screened_choice(spec: Spec, partial: Partial, samples, promoted: bool, forms, by_dtype):
     """(best, tried, float64 and float32's own candidates or None, samples): the choice, made
-    again with the points added where screening finds a shipped form failing (`screened`)."""
-    for round_ in range(SCREEN_ROUNDS):
+    again with the points added where screening finds a shipped form failing (`screened`).
+    Where the last choice fails too, the round whose shipped forms do best at all the points
+    found ships (`_best_round`): a new choice may trade a flush at twice the smallest normal
+    for infs elsewhere (d_sqrt_diff_two's f_xx in float32, regimes in x whose pieces fail
+    where y > 1e33)."""
+    rounds = []
+    for _ in range(SCREEN_ROUNDS):
         best, tried = best_form(Search(spec, partial, samples, promoted), forms)
         pair = split(best, tried, MARGIN_BITS) if by_dtype and not promoted else None
-        if round_ == SCREEN_ROUNDS - 1:
-            break
+        rounds.append((best, tried, pair))
         shipped = [best, *(c for c in pair or () if c is not best)]
         found = (screened(spec, partial.expr, c, tried, samples, promoted) for c in shipped)
         more = next((m for m in found if m is not None), None)
         if more is None:
-            break
+            return best, tried, pair, samples
         samples = more  # failures at points the sample missed: choose knowing them
-    return best, tried, pair, samples
+    return (*_best_round(rounds, spec, samples, promoted), samples)
+
+
+def _best_round(rounds, spec: Spec, samples, promoted: bool):
+    """(best, tried, pair) of the round whose shipped forms, measured again at `samples`,
+    break the promise least (broken criteria, failures, p99), the latest on ties."""
+
+    def again(c: Candidate) -> Candidate:
+        return replace(c, figures=measure(c.label, c.form, spec, samples, promoted).figures)
+
+    def key(shipped):
+        float64, float32 = shipped
+        figures = (float32.figures[0], *float64.figures[1:])
+        broken = sum(f.broken_criteria() for f in figures)
+        return broken, sum(f.failures for f in figures), sum(f.p99_bits for f in figures)
+
+    measured = []
+    for best, tried, pair in rounds:
+        pair = tuple(again(c) for c in pair) if pair is not None else None
+        best = pair[0] if pair is not None else again(best)
+        measured.append((key(pair or (best, best)), best, tried, pair))
+    chosen = min(reversed(measured), key=lambda m: m[0])
+    return chosen[1:]
 
 
 def _at_infinity(best: Candidate, spec: Spec, partial: Partial, promoted: bool) -> Candidate:
