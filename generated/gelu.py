@@ -308,7 +308,7 @@ def _gelu_d_xx(x):
         -sign(x)**2*exp(-x**2/2 + 2*log(Abs(x)) + log(sqrt(2)/(2*sqrt(pi)))) +
         exp(log(sqrt(2)/sqrt(pi)) - (x**2/2))*(1 + compensation(1, -x**2/2,
         log(sqrt(2)/sqrt(pi)))); at inf: 0
-    measured float32 mean 0.21 / p99 4.1 bits, float64 mean 0.26 / p99 1.6 bits
+    measured float32 mean 0.20 / p99 4.0 bits, float64 mean 0.26 / p99 1.6 bits
     """
     if x.dtype == tf.float32:
         v0 = tf.math.maximum(x, x.dtype.min)

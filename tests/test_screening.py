@@ -20,7 +20,8 @@ from codegen.derive import derive
 from codegen.front.spec import parse_spec_text
 from codegen.judge import accuracy
 from codegen.stabilize.measuring import Samples, evaluate
-from codegen.stabilize.screening import SCREEN_POINTS, SCREEN_SEED, screened
+from codegen.stabilize.products import absorbed_forms
+from codegen.stabilize.screening import SCREEN_POINTS, SCREEN_SEED, in_every_dtype, screened
 from codegen.stabilize.selection import choose, measure
 
 SCALED_EXP = """\
@@ -68,7 +69,7 @@ def test_screening_adds_the_failing_points_the_sample_missed(spec_and_value):
     samples = _samples_outside_the_band(spec)
     naive = measure("naive", partial.expr, spec, samples, False)
     assert naive.figures[0].failures == 0  # the sample alone sees nothing wrong
-    found = screened(spec, partial.expr, naive, (naive,), samples, False)
+    found = screened(spec, partial.expr, in_every_dtype(naive), (naive,), samples, False)
     assert found is not None
     added = found.points["float32"][len(samples.points["float32"]) :, 0]
     assert len(added) >= 1 and np.all((added > BAND[0]) & (added < BAND[1]))
@@ -80,7 +81,25 @@ def test_a_form_without_failures_is_left_alone(spec_and_value):
     spec, partial = spec_and_value
     samples = _samples_outside_the_band(spec)
     naive = measure("naive", partial.expr, spec, samples, True)  # float32 in float64
-    assert screened(spec, partial.expr, naive, (naive,), samples, True) is None
+    assert screened(spec, partial.expr, in_every_dtype(naive), (naive,), samples, True) is None
+
+
+def test_each_form_is_screened_in_the_dtype_it_ships_in(spec_and_value):
+    """float32's own form is screened in float32, float64's in float64 only: the naive form
+    shipped in float64 alone is no reason to choose again, and shipped in float32 it is."""
+    spec, partial = spec_and_value
+    samples = _samples_outside_the_band(spec)
+    naive = measure("naive", partial.expr, spec, samples, False)
+    absorbed = dict(absorbed_forms(partial.expr))["absorb exp and constants"]  # exp(x + log(c))
+    stable = measure("absorbed", absorbed, spec, samples, False)
+    tried = (naive, stable)
+    shipped = {"float32": stable, "float64": naive}
+    assert screened(spec, partial.expr, shipped, tried, samples, False) is None
+    shipped = {"float32": naive, "float64": stable}
+    found = screened(spec, partial.expr, shipped, tried, samples, False)
+    assert found is not None
+    added = found.points["float32"][len(samples.points["float32"]) :, 0]
+    assert len(added) >= 1 and np.all((added > BAND[0]) & (added < BAND[1]))
 
 
 GELU = """\
@@ -193,7 +212,14 @@ def test_screening_adds_the_points_where_a_form_is_grossly_wrong():
     chosen = measure("series", series, spec, samples, False)
     proxy = measure("log", log1p, spec, samples, False)
     assert chosen.figures[0].keeps_promise()  # float32: the sample sees nothing wrong
-    found = screened(spec, sp.log(1 + spec.arg_symbols[0]), chosen, (chosen, proxy), samples, False)
+    found = screened(
+        spec,
+        sp.log(1 + spec.arg_symbols[0]),
+        in_every_dtype(chosen),
+        (chosen, proxy),
+        samples,
+        False,
+    )
     assert found is not None
     for dtype in accuracy.DTYPES:
         added = found.points[dtype][len(samples.points[dtype]) :, 0].astype(np.float64)
@@ -212,7 +238,7 @@ def test_a_proxy_grossly_wrong_where_the_form_is_right_adds_nothing():
     chosen = measure("log", log1p, spec, samples, False)
     proxy = measure("series", series, spec, samples, False)
     exact = sp.log(1 + spec.arg_symbols[0])
-    assert screened(spec, exact, chosen, (chosen, proxy), samples, False) is None
+    assert screened(spec, exact, in_every_dtype(chosen), (chosen, proxy), samples, False) is None
 
 
 SQUARE_TIMES_EXP = """\
@@ -285,7 +311,7 @@ def test_a_point_past_an_edge_is_judged_with_no_proxy_normal_there():
     exact value alone."""
     spec, partial, samples = _tail_samples_before_the_band()
     naive = measure("naive", partial.expr, spec, samples, False)
-    found = screened(spec, partial.expr, naive, (naive,), samples, False)
+    found = screened(spec, partial.expr, in_every_dtype(naive), (naive,), samples, False)
     assert found is not None
     added = found.points["float64"][len(samples.points["float64"]) :, 0]
     assert len(added) >= 1 and np.all((added > TAIL_BAND[0]) & (added < TAIL_BAND[1]))
@@ -296,5 +322,5 @@ def test_failures_the_choice_was_made_knowing_are_not_found_again():
     must not make the choice again."""
     spec, partial, samples = _tail_samples_before_the_band()
     naive = measure("naive", partial.expr, spec, samples, False)
-    found = screened(spec, partial.expr, naive, (naive,), samples, False)
-    assert screened(spec, partial.expr, naive, (naive,), found, False) is None
+    found = screened(spec, partial.expr, in_every_dtype(naive), (naive,), samples, False)
+    assert screened(spec, partial.expr, in_every_dtype(naive), (naive,), found, False) is None

@@ -224,12 +224,22 @@ def _known(found: np.ndarray, sample: np.ndarray) -> np.ndarray:
     return (found[:, None, :] == sample[None, :, :]).all(axis=2).any(axis=1)
 
 
-def screened(spec, exact_expr, chosen, tried, samples: Samples, promoted: bool):
-    """`samples` with the screening points where `chosen` fails added, or None."""
-    proxies = [c for c in sorted(tried, key=lambda c: c.rank()) if c is not chosen][:PROXIES]
+def in_every_dtype(chosen) -> dict:
+    """The candidate each dtype ships where one form ships in all (`screened`'s `shipped`)."""
+    return {dtype: chosen for dtype in accuracy.DTYPES}
+
+
+def screened(spec, exact_expr, shipped: dict, tried, samples: Samples, promoted: bool):
+    """`samples` with the screening points added where the candidate each dtype ships
+    (`shipped`, dtype to candidate) fails in that dtype, or None. Each form is screened in
+    the dtype it ships in only: where float32 has a form of its own, float64's is never run
+    in float32 (d_sqrt_diff_two's f_xx: float32's own regimes in x, which overflow where
+    y > 1e33, went unscreened while float64's form found points and ended the round)."""
     expr = exact_expr.subs(param_values(spec))
     points, exact, found = dict(samples.points), dict(samples.exact), False
     for dtype in accuracy.DTYPES:
+        chosen = shipped[dtype]
+        proxies = [c for c in sorted(tried, key=lambda c: c.rank()) if c is not chosen][:PROXIES]
         pts = accuracy.sample_points(spec.domain, dtype, SCREEN_POINTS, SCREEN_SEED)
         past = _past_edges(chosen.form, spec, pts, dtype, promoted)
         pts = np.concatenate([pts, past])

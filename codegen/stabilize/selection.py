@@ -44,7 +44,7 @@ from codegen.stabilize.refinements import (
     lowers,
     series_forms_at,
 )
-from codegen.stabilize.screening import screened
+from codegen.stabilize.screening import in_every_dtype, screened
 from codegen.stabilize.search import MARGIN_BITS, Search, best_form
 from codegen.timebound import work_budget
 
@@ -196,9 +196,8 @@ def _screened_choice(spec: Spec, partial: Partial, samples, promoted: bool, form
         best, tried = best_form(Search(spec, partial, samples, promoted), forms)
         pair = split(best, tried, MARGIN_BITS) if by_dtype and not promoted else None
         rounds.append((best, tried, pair))
-        shipped = [best, *(c for c in pair or () if c is not best)]
-        found = (screened(spec, partial.expr, c, tried, samples, promoted) for c in shipped)
-        more = next((m for m in found if m is not None), None)
+        shipped = dict(zip(("float64", "float32"), pair)) if pair else in_every_dtype(best)
+        more = screened(spec, partial.expr, shipped, tried, samples, promoted)
         if more is None:
             return best, tried, pair, samples
         samples = more  # failures at points the sample missed: choose knowing them
