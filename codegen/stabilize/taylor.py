@@ -20,9 +20,11 @@ SERIES_TERMS = (3, 6, 10, 16)
 # well under a second.
 FALLBACK_SERIES_TERMS = 6  # where the longest series does not finish in its bound
 SERIES_SECONDS = 7.0  # the library's longest, log_ndtr's f'': 67742 SymPy objects, 4.5 s
-OTHER_SYMBOLS_SERIES_SECONDS = 0.6  # 9000 objects: the library's longest with other args
-# is lbeta's 6-term series (6704 objects); with other args SymPy builds about 6000 objects a
-# CPU second, so each 16-term series that runs to this bound costs 1.5 s, not 3.8
+# With other args in the coefficients, SymPy builds about 6000 objects a CPU second, and the
+# 16-term series of a two-arg spec often runs to its bound: that attempt gets 0.6 s of work
+# (9000 objects, 1.5 s of CPU; the library's longest that finishes is poisson_nll's, 2142).
+# The 6-term fallback gets 1.5 s: (1 + x*y)**(1/y)'s f_y needs more than 9000, lbeta's 6704.
+OTHER_SYMBOLS_SERIES_SECONDS = (0.6, 1.5)  # the longest series, then the fallback
 
 
 def series_candidates(expr: sp.Expr, arg: sp.Symbol) -> list[tuple[str, sp.Expr]]:
@@ -39,11 +41,11 @@ def series_forms(expr: sp.Expr, arg: sp.Symbol, point: int = 0) -> list[tuple[st
     the coefficients, building the polynomial can cost more than the series. Where the
     longest does not finish in it, a shorter one may: (1 + x*y)**(1/y)'s f_y in y takes
     over 5 s to 16 terms, 1 s to 6. With other symbols in the coefficients both get a
-    shorter bound: lbeta's longest never finish, and a two-arg spec's shorter one ran to its
-    bound at about 6000 SymPy objects a second (25 CPU s)."""
+    shorter bound (`OTHER_SYMBOLS_SERIES_SECONDS`): lbeta's longest never finish, and a
+    two-arg spec's ran to its bound at about 6000 SymPy objects a second."""
     others = bool(expr.free_symbols - {arg})
-    seconds = OTHER_SYMBOLS_SERIES_SECONDS if others else SERIES_SECONDS
-    for terms in (max(SERIES_TERMS), FALLBACK_SERIES_TERMS):
+    bounds = OTHER_SYMBOLS_SERIES_SECONDS if others else (SERIES_SECONDS, SERIES_SECONDS)
+    for terms, seconds in zip((max(SERIES_TERMS), FALLBACK_SERIES_TERMS), bounds):
         try:
             with budgeted_limit(seconds, "series"):
                 return _taylor(expr, arg, point, terms)
