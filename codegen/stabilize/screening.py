@@ -15,7 +15,8 @@ NaN, inf, 0 or subnormal while another computation of it is a normal number: the
 in float64 for float32, or one of the best other candidates. Only those points get exact
 values, `MAX_SUSPECTS` per dtype at most, so screening costs the mirror's cheap evaluations.
 Bands that start where the form's output is flushed are found at their edge by bisection
-(`_past_edges`); others narrower than about 1/SCREEN_POINTS of the spread can be missed.
+(`_past_edges`); others narrower than about 1/SCREEN_POINTS of the spread can be missed,
+except inside a piece of the form's regimes, which gets points of its own (`piece_points`).
 
 The same points find gross errors: outputs that are normal numbers but wrong in their leading
 bits (`GOOD_BITS`), which the promise's p99 lets through where they cover less than 1% of the
@@ -32,6 +33,7 @@ import numpy as np
 from codegen.judge import accuracy
 from codegen.judge.numeric import PATHS
 from codegen.stabilize.measuring import Samples, evaluate, param_values
+from codegen.stabilize.piece_points import piece_points
 
 SCREEN_SEED = 3  # neither the builds' seeds (judge.CHOICE_SEEDS) nor verify's (VERIFY_SEED)
 SCREEN_POINTS = 4000  # per dtype, twice verify's
@@ -242,7 +244,8 @@ def screened(spec, exact_expr, shipped: dict, tried, samples: Samples, promoted:
         proxies = [c for c in sorted(tried, key=lambda c: c.rank()) if c is not chosen][:PROXIES]
         pts = accuracy.sample_points(spec.domain, dtype, SCREEN_POINTS, SCREEN_SEED)
         past = _past_edges(chosen.form, spec, pts, dtype, promoted)
-        pts = np.concatenate([pts, past])
+        inside = piece_points(chosen.form, spec.arg_symbols, spec.domain, dtype, SCREEN_SEED)
+        pts = np.concatenate([pts, inside, past])
         suspects, out = _suspects(chosen, proxies, spec, pts, dtype, promoted, len(past))
         if not len(suspects):
             continue
