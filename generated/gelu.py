@@ -307,7 +307,7 @@ def _gelu_d_xx(x):
     float32 form (sympy+absorb exp+limits at inf): at -inf: 0; (-inf, inf):
         -sign(x)**2*exp(-x**2/2 + 2*log(Abs(x)) + log(sqrt(2)/(2*sqrt(pi)))) +
         sqrt(2)*exp(-x**2/2)/sqrt(pi); at inf: 0
-    measured float32 mean 0.27 / p99 4.0 bits, float64 mean 0.27 / p99 1.6 bits
+    measured float32 mean 0.32 / p99 4.3 bits, float64 mean 0.27 / p99 1.6 bits
     """
     if x.dtype == tf.float32:
         v0 = tf.math.maximum(x, x.dtype.min)

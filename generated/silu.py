@@ -159,7 +159,7 @@ def _silu_d_xx(x):
     float32 form (sympy+absorb exp+rules(log1p,softplus,softplus_reflection)+limits at inf): at
         -inf: 0; (-inf, inf): -sign(x)*exp(-x + log(Abs(x)) - 2*softplus(-x)) + sign(x)*exp(x +
         log(Abs(x)) - 3*softplus(x) + log(2)) + exp(-x - 2*softplus(-x) + log(2)); at inf: 0
-    measured float32 mean 0.54 / p99 5.2 bits, float64 mean 0.49 / p99 2.3 bits
+    measured float32 mean 0.54 / p99 5.2 bits, float64 mean 0.48 / p99 2.3 bits
     """
     if x.dtype == tf.float32:
         v0 = tf.math.maximum(x, x.dtype.min)

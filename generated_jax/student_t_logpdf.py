@@ -51,12 +51,12 @@ def _student_t_logpdf_value(x, nu):
     """The value of student_t_logpdf.
 
     f = -(nu + 1)*log1p(x**2/nu)/2 - log(pi*nu)/2 - loggamma(nu/2) + loggamma(nu/2 + 1/2)
-    form (regimes frugal(series -inf<2> | sympy | series +inf<2>)): x in (-inf, -1.8446743e+19):
-        (-nu*log(1/nu)/2 + (-nu - 1)*log(-x) - log(1/nu)/2 - log(nu)/2 - loggamma(nu/2) +
-        loggamma(nu/2 + 1/2) - log(pi)/2)*1; x in [-1.8446743e+19, 997500.0): -(nu +
-        1)*log1p(x**2/nu)/2 - log(pi*nu)/2 - loggamma(nu/2) + loggamma(nu/2 + 1/2); x in
-        [997500.0, inf): (-nu*log(1/nu)/2 + (-nu - 1)*log(x) - log(1/nu)/2 - log(nu)/2 -
-        loggamma(nu/2) + loggamma(nu/2 + 1/2) - log(pi)/2)*1
+    form (regimes frugal(series -inf<2> | sympy | series +inf<2>)): x in (-inf,
+        -1.8446744073709552e+19): (-nu*log(1/nu)/2 + (-nu - 1)*log(-x) - log(1/nu)/2 - log(nu)/2
+        - loggamma(nu/2) + loggamma(nu/2 + 1/2) - log(pi)/2)*1; x in [-1.8446744073709552e+19,
+        997500.0): -(nu + 1)*log1p(x**2/nu)/2 - log(pi*nu)/2 - loggamma(nu/2) + loggamma(nu/2 +
+        1/2); x in [997500.0, inf): (-nu*log(1/nu)/2 + (-nu - 1)*log(x) - log(1/nu)/2 -
+        log(nu)/2 - loggamma(nu/2) + loggamma(nu/2 + 1/2) - log(pi)/2)*1
     measured float32 mean 0.12 / p99 1.0 bits, float64 mean 0.17 / p99 1.0 bits
     """
     v0 = -1.0 - nu
@@ -120,7 +120,7 @@ def _student_t_logpdf_value(x, nu):
     v58 = jnp.subtract(v57, v36)
     v59 = jnp.multiply(v58, 1.0)
     v60 = jnp.where(x < 997500.0, v50, v59)
-    value = jnp.where(x < -1.8446743e+19, v38, v60)
+    value = jnp.where(x < -1.8446744073709552e+19, v38, v60)
     return value
 
 

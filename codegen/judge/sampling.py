@@ -10,6 +10,7 @@ CPU), `ordinal`, the integer order of floats that `accuracy` counts ulps in, and
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 
@@ -67,6 +68,13 @@ def _collect(draw, k: int) -> np.ndarray:
     return np.concatenate(parts)[:k] if parts else np.empty(0)
 
 
+def powers_of_two(exponents) -> np.ndarray:
+    """2**e for each e, by the C library's pow, one value at a time: NumPy's vectorized
+    power rounds differently at each SIMD level (an AVX-512 build drew other sample points
+    than a baseline one, and sigmoid's figures came out different)."""
+    return np.array([math.pow(2.0, float(e)) for e in exponents], dtype=np.float64)
+
+
 def _draw_1d(lo: float, hi: float, dtype: str, k: int, rng: np.random.Generator) -> np.ndarray:
     """k values in [lo, hi]: half uniform over bit patterns, half ±2^U(-20, 10); none subnormal."""
     tiny, span = np.finfo(dtype).tiny, ordinal(np.array(_inner_edges(lo, hi, dtype)))
@@ -78,7 +86,8 @@ def _draw_1d(lo: float, hi: float, dtype: str, k: int, rng: np.random.Generator)
         return v[(v == 0) | (np.abs(v) >= tiny)]
 
     def log_uniform(size):
-        v = (rng.choice((-1.0, 1.0), size) * 2.0 ** rng.uniform(-20, 10, size)).astype(dtype)
+        signs = rng.choice((-1.0, 1.0), size)
+        v = (signs * powers_of_two(rng.uniform(-20, 10, size))).astype(dtype)
         return v[(v.astype(np.float64) >= lo) & (v.astype(np.float64) <= hi)]
 
     logs = _collect(log_uniform, k // 2)

@@ -17,6 +17,7 @@ import sympy as sp
 from codegen.front.spec import Spec
 from codegen.judge import accuracy
 from codegen.judge.numeric import PATHS, rewritten_under_xla, run
+from codegen.judge.sampling import powers_of_two
 from codegen.lower import Regimes, lower, op_count
 from codegen.pieces import Pieces
 from codegen.stabilize.cost import added_transcendentals
@@ -137,7 +138,7 @@ def _power_band_points(domain, dtype: str) -> np.ndarray:
     value there, is a float (-1.2e308); random points rarely land in so narrow a band."""
     ((lo, hi),) = domain
     info = np.finfo(dtype)
-    scales = np.exp2(np.arange(-8, 9) / 8.0)  # within a factor of 2 either side
+    scales = powers_of_two(np.arange(-8, 9) / 8.0)  # within a factor of 2 either side
     ends = [float(info.max) ** (1.0 / k) for k in POWER_BANDS]
     ends += [float(info.tiny) ** (1.0 / k) for k in POWER_BANDS]
     magnitudes = np.outer(ends, scales).ravel()

@@ -9,8 +9,9 @@ interval far from 0 few do, fewer still with the other args at their extremes. p
 value took exp(r) alone on r >= 622, right where r is large and k moderate; at r = 650 and
 k = 1e300 it gave 1.96e282 for 3.98e301. In float64 that corner holds about 1 in 10^4 of a
 sample uniform in bit patterns. Here the piece's arg is drawn within one binade of each finite
-bound as well as over its bit patterns, and each other arg on a ladder of powers of two
-across the whole exponent range, so the corner holds about 1 in 200.
+bound, near the dtype's extremes at each infinite one and over its bit patterns, and each
+other arg on a ladder of powers of two across the whole exponent range, so the corner holds
+about 1 in 200.
 """
 
 from __future__ import annotations
@@ -18,11 +19,13 @@ from __future__ import annotations
 import numpy as np
 
 from codegen.judge import accuracy
+from codegen.judge.sampling import powers_of_two
 from codegen.lower import Regimes
 
 PIECE_POINTS = 2048  # per piece and dtype
 MAX_PIECES = 8  # pieces screened per form, the first ones in order of the nesting
 LADDER_STEP = 4  # exponents between neighbouring rungs of an unsplit arg's ladder
+TOP_BINADES = 16  # an unbounded end of a piece is drawn this close to the dtype's largest value
 
 
 def _pieces(form, box: dict, split: bool):
@@ -52,15 +55,20 @@ def _ladder(lo: float, hi: float, dtype: str) -> np.ndarray:
 
 
 def _within(lo: float, hi: float, dtype: str, rng: np.random.Generator) -> np.ndarray:
-    """Values of [lo, hi]: uniform within one binade of each finite bound, and over the
-    interval's bit patterns (`accuracy.sample_points`)."""
+    """Values of [lo, hi]: uniform within one binade of each finite bound, within
+    `TOP_BINADES` of the dtype's extreme at each infinite one, and over the interval's bit
+    patterns (`accuracy.sample_points`)."""
     seed = int(rng.integers(1 << 30))
     parts = [accuracy.sample_points(((lo, hi),), dtype, PIECE_POINTS // 2, seed)[:, 0]]
+    top = float(np.finfo(dtype).max)
     for bound, inward in ((lo, 1.0), (hi, -1.0)):
+        steps = rng.uniform(0, 1, PIECE_POINTS // 4)
         if np.isfinite(bound):
-            near = bound + inward * max(abs(bound), 1.0) * rng.uniform(0, 1, PIECE_POINTS // 4)
-            with np.errstate(over="ignore"):  # past float32's range: inf, dropped below
-                parts.append(near.astype(dtype))
+            near = bound + inward * max(abs(bound), 1.0) * steps
+        else:  # within TOP_BINADES of the dtype's largest value, where intermediates overflow
+            near = -inward * top * powers_of_two(-TOP_BINADES * steps)
+        with np.errstate(over="ignore"):  # past float32's range: inf, dropped below
+            parts.append(near.astype(dtype))
     values = np.concatenate(parts)
     with np.errstate(over="ignore"):  # the piece owns [lo, hi) as the op compares, in dtype
         lo_d, hi_d = np.array([lo, hi]).astype(dtype)

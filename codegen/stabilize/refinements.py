@@ -144,7 +144,7 @@ def _best_at_moderate_args(closed, bits: dict, samples: Samples) -> list[str]:
         for dtype, mask in moderate.items():
             b = np.nan_to_num(bits[candidate.label][dtype][mask], nan=64.0)
             over += int(np.sum(b > accuracy.P99_LIMIT))
-            total += float(np.mean(b)) if b.size else 0.0
+            total += accuracy.exact_mean(b)
         return over, total
 
     return [c.label for c in sorted(closed, key=score)[:MODERATE_TRIES]]

@@ -228,7 +228,7 @@ def complementary_labels(
     labels = [ranked[0].label]
     floor = costs[labels[0]]
     while len(labels) < most:
-        gains = {k: float(np.sum(floor - np.minimum(floor, v))) for k, v in costs.items()}
+        gains = {k: accuracy.exact_sum(floor - np.minimum(floor, v)) for k, v in costs.items()}
         label = max((k for k in costs if k not in labels), key=lambda k: gains[k], default=None)
         if label is None or gains[label] <= 0:
             break

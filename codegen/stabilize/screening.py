@@ -28,9 +28,11 @@ float64 outputs of a proxy; those whose exact value shows the gross error join t
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from codegen.judge import accuracy
+from codegen.judge import accuracy, portable
 from codegen.judge.numeric import PATHS
 from codegen.stabilize.measuring import Samples, evaluate, param_values
 from codegen.stabilize.piece_points import piece_points
@@ -39,6 +41,7 @@ SCREEN_SEED = 3  # neither the builds' seeds (judge.CHOICE_SEEDS) nor verify's (
 SCREEN_POINTS = 4000  # per dtype, twice verify's
 MAX_SUSPECTS = 32  # points per dtype whose exact value is computed
 PROXIES = 4  # the best ranked other candidates whose outputs say a value is normal
+AS_DERIVED = "sympy"  # the derivative as SymPy wrote it: exact algebra, never an approximation
 
 
 def _outputs(form, spec, points: np.ndarray, dtype: str, promoted: bool, paths=("eager",)):
@@ -89,16 +92,24 @@ def _suspects(chosen, proxies, spec, points: np.ndarray, dtype: str, promoted: b
 
 def _gross_suspects(out: np.ndarray, proxies, spec, points: np.ndarray, dtype: str):
     """Indices of `points` where the chosen form's outputs `out` are grossly off the float64
-    outputs of some proxy, those most proxies disagree with first."""
-    votes = np.zeros(len(points), dtype=int)
+    outputs of some proxy, taken from each proxy in turn, each proxy's those most proxies
+    disagree with first. Ordered by votes alone, two poor proxies' own errors filled
+    `MAX_SUSPECTS` (poisson_nll's value at r = 314, k = 6e140, where its log-sigmoid versions
+    are wrong) ahead of a gross error only the derivative as derived saw (r = 410.8,
+    k = 2.4e203, where the chosen form took exp(r) alone)."""
+    flagged = []
     with np.errstate(all="ignore"):
         for proxy in proxies:
             wide = _outputs(proxy.form, spec, points.astype(np.float64), "float64", False)[0]
             bits = np.stack([accuracy.bits_error(o, wide, dtype) for o in out])
             off = np.nan_to_num(bits, nan=0.0).max(axis=0) > _gross(dtype)
-            votes += off & _normal(wide.astype(dtype), dtype)
-    order = np.argsort(-votes, kind="stable")
-    return order[votes[order] > 0]
+            flagged.append(off & _normal(wide.astype(dtype), dtype))
+    if not flagged:
+        return np.zeros(0, dtype=int)
+    votes = np.sum(flagged, axis=0)
+    by_proxy = [np.nonzero(f)[0][np.argsort(-votes[f], kind="stable")] for f in flagged]
+    turns = [idx[k] for k in range(len(points)) for idx in by_proxy if k < len(idx)]
+    return np.asarray(list(dict.fromkeys(turns)), dtype=int)
 
 
 def _failure_suspects(out: np.ndarray, proxies, chosen, spec, points, dtype, promoted):
@@ -188,7 +199,7 @@ def _to_scale(values: np.ndarray, tiny: float) -> np.ndarray:
     """A monotone map of floats on which bisection crosses decades evenly: v/tiny up to tiny,
     then 1 + log(|v|/tiny), signed."""
     size = np.abs(values)
-    logs = np.log(np.maximum(size, tiny)) - np.log(tiny) + 1
+    logs = portable.log(np.maximum(size, tiny)) - math.log(tiny) + 1
     return np.sign(values) * np.where(size > tiny, logs, np.minimum(size, tiny) / tiny)
 
 
@@ -196,7 +207,7 @@ def _from_scale(scaled: np.ndarray, tiny: float) -> np.ndarray:
     """The inverse of `_to_scale`."""
     size = np.abs(scaled)
     with np.errstate(over="ignore"):
-        big = np.exp(np.maximum(size, 1) - 1 + np.log(tiny))
+        big = portable.exp(np.maximum(size, 1) - 1 + math.log(tiny))
     return np.sign(scaled) * np.where(size > 1, big, size * tiny)
 
 
@@ -226,6 +237,16 @@ def _known(found: np.ndarray, sample: np.ndarray) -> np.ndarray:
     return (found[:, None, :] == sample[None, :, :]).all(axis=2).any(axis=1)
 
 
+def _proxies(chosen, tried) -> list:
+    """The `PROXIES` best ranked candidates other than `chosen`, and the derivative as
+    derived (`AS_DERIVED`) if it is not among them: where the best ones are all regimes
+    with the same approximate piece, only it tells a gross error of that piece (poisson_nll's
+    value, exp(r) alone from r = 396.7, at r = 410.8, k = 2.4e203: 1.3e205 in float64)."""
+    others = [c for c in sorted(tried, key=lambda c: c.rank()) if c is not chosen]
+    derived = [c for c in others[PROXIES:] if c.label == AS_DERIVED]
+    return others[:PROXIES] + derived[:1]
+
+
 def in_every_dtype(chosen) -> dict:
     """The candidate each dtype ships where one form ships in all (`screened`'s `shipped`)."""
     return {dtype: chosen for dtype in accuracy.DTYPES}
@@ -241,7 +262,7 @@ def screened(spec, exact_expr, shipped: dict, tried, samples: Samples, promoted:
     points, exact, found = dict(samples.points), dict(samples.exact), False
     for dtype in accuracy.DTYPES:
         chosen = shipped[dtype]
-        proxies = [c for c in sorted(tried, key=lambda c: c.rank()) if c is not chosen][:PROXIES]
+        proxies = _proxies(chosen, tried)
         pts = accuracy.sample_points(spec.domain, dtype, SCREEN_POINTS, SCREEN_SEED)
         past = _past_edges(chosen.form, spec, pts, dtype, promoted)
         inside = piece_points(chosen.form, spec.arg_symbols, spec.domain, dtype, SCREEN_SEED)

@@ -106,9 +106,9 @@ def _confirmed(place: float, first: float, last: float, costs_at) -> bool:
     well as one inside [first, last]."""
     if place < first:  # the second form from `place` on instead of from `first`
         costs = costs_at(np.concatenate([[place], _probes(place, first)]))
-        return bool(costs[1].sum() <= costs[0].sum() + SAME)
+        return accuracy.exact_sum(costs[1]) <= accuracy.exact_sum(costs[0]) + SAME
     costs = costs_at(np.concatenate([[last], _probes(last, place)]))  # the first form up to it
-    return bool(costs[0].sum() <= costs[1].sum() + SAME)
+    return accuracy.exact_sum(costs[0]) <= accuracy.exact_sum(costs[1]) + SAME
 
 
 def _probes(below: float, above: float) -> np.ndarray:
