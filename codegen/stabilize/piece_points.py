@@ -37,11 +37,12 @@ def _pieces(form, box: dict, split: bool):
     edges = (-np.inf, *form.bounds, np.inf)
     for i, inner in enumerate(form.forms):
         narrowed = dict(box)
-        if form.arg in box:
-            lo, hi = box[form.arg]
-            narrowed[form.arg] = (max(lo, edges[i]), min(hi, edges[i + 1]))
-        if narrowed.get(form.arg, (0, 1))[0] <= narrowed.get(form.arg, (0, 1))[1]:
-            yield from _pieces(inner, narrowed, split or form.arg in box)
+        if form.arg in box:  # an arg, not an expression of several (x*y, x - y)
+            lo, hi = max(box[form.arg][0], edges[i]), min(box[form.arg][1], edges[i + 1])
+            if lo > hi:
+                continue  # the piece owns nothing inside the enclosing ones
+            narrowed[form.arg] = (lo, hi)
+        yield from _pieces(inner, narrowed, split or form.arg in box)
 
 
 def _ladder(lo: float, hi: float, dtype: str) -> np.ndarray:

@@ -108,7 +108,8 @@ def _gross_suspects(out: np.ndarray, proxies, spec, points: np.ndarray, dtype: s
         return np.zeros(0, dtype=int)
     votes = np.sum(flagged, axis=0)
     by_proxy = [np.nonzero(f)[0][np.argsort(-votes[f], kind="stable")] for f in flagged]
-    turns = [idx[k] for k in range(len(points)) for idx in by_proxy if k < len(idx)]
+    longest = max(len(idx) for idx in by_proxy)
+    turns = [idx[k] for k in range(longest) for idx in by_proxy if k < len(idx)]
     return np.asarray(list(dict.fromkeys(turns)), dtype=int)
 
 
