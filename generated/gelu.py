@@ -104,7 +104,7 @@ def _gelu_value(x):
         square_head(x, 64))/2))*(-sqrt(2)/(2*sqrt(pi)) + (-1/x)**2*(sqrt(2)/(2*sqrt(pi)) +
         (-1/x)**2*(-3*sqrt(2)/(2*sqrt(pi)) + 15*sqrt(2)*(-1/x)**2/(2*sqrt(pi))))); [-11.155,
         inf): x*erfc(-sqrt(2)*x/2)/2
-    measured float32 mean 0.17 / p99 3.0 bits, float64 mean 0.14 / p99 1.0 bits
+    measured float32 mean 0.17 / p99 3.0 bits, float64 mean 0.14 / p99 1.6 bits
     """
     if x.dtype == tf.float32:
         v0 = tf.clip_by_value(x, -64.0, 64.0)
@@ -307,7 +307,7 @@ def _gelu_d_xx(x):
     float32 form (sympy+absorb exp+limits at inf): at -inf: 0; (-inf, inf):
         -sign(x)**2*exp(-x**2/2 + 2*log(Abs(x)) + log(sqrt(2)/(2*sqrt(pi)))) +
         sqrt(2)*exp(-x**2/2)/sqrt(pi); at inf: 0
-    measured float32 mean 0.32 / p99 4.3 bits, float64 mean 0.27 / p99 1.6 bits
+    measured float32 mean 0.32 / p99 4.3 bits, float64 mean 0.30 / p99 1.6 bits
     """
     if x.dtype == tf.float32:
         v0 = tf.math.maximum(x, x.dtype.min)

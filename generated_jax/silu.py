@@ -106,20 +106,19 @@ def _silu_d_xx(x):
     f'' = -x*exp(-x)/(1 + exp(-x))**2 + 2*x*exp(-2*x)/(1 + exp(-x))**3 + 2*exp(-x)/(1 +
         exp(-x))**2
     float64 form (regimes float64 frugal(series zero | sympy+sigmoid+log-sigmoid+absorb exp |
-        factor+rules(exp_sigmoid,sigmoid) | sympy+sigmoid+rules(sigmoid_complement) |
-        sympy+sigmoid+log-sigmoid+absorb exp)+limits at inf): at -inf: 0; (-inf,
-        -8.98846567431158e+307): 0; [-8.98846567431158e+307, -700.0): sign(-x +
-        sign(x)*exp(log(Abs(x)) - softplus(x) + log(2)) + 2)*exp(log(Abs(-x +
-        sign(x)*exp(log(Abs(x)) - softplus(x) + log(2)) + 2)) - softplus(-x) - softplus(x));
-        [-700.0, 2.4678): (-x*exp(x) + x + 2*exp(x) + 2)*sigmoid(-x)**2*sigmoid(x); [2.4678,
-        708.0): (2*x*sigmoid(-x) - x + 2)*sigmoid(-x)*sigmoid(x); [708.0, inf): sign(-x +
-        sign(x)*exp(log(Abs(x)) - softplus(x) + log(2)) + 2)*exp(log(Abs(-x +
-        sign(x)*exp(log(Abs(x)) - softplus(x) + log(2)) + 2)) - softplus(-x) - softplus(x)); at
-        inf: 0
+        cancel | sympy+sigmoid+rules(sigmoid_complement) | sympy+sigmoid+log-sigmoid+absorb
+        exp)+limits at inf): at -inf: 0; (-inf, -8.98846567431158e+307): 0;
+        [-8.98846567431158e+307, -700.0): sign(-x + sign(x)*exp(log(Abs(x)) - softplus(x) +
+        log(2)) + 2)*exp(log(Abs(-x + sign(x)*exp(log(Abs(x)) - softplus(x) + log(2)) + 2)) -
+        softplus(-x) - softplus(x)); [-700.0, -2.3934): (-x*exp(2*x) + x*exp(x) + 2*exp(2*x) +
+        2*exp(x))/(exp(3*x) + 3*exp(2*x) + 3*exp(x) + 1); [-2.3934, 708.0): (2*x*sigmoid(-x) - x
+        + 2)*sigmoid(-x)*sigmoid(x); [708.0, inf): sign(-x + sign(x)*exp(log(Abs(x)) -
+        softplus(x) + log(2)) + 2)*exp(log(Abs(-x + sign(x)*exp(log(Abs(x)) - softplus(x) +
+        log(2)) + 2)) - softplus(-x) - softplus(x)); at inf: 0
     float32 form (sympy+absorb exp+rules(log1p,softplus,softplus_reflection)+limits at inf): at
         -inf: 0; (-inf, inf): -sign(x)*exp(-x + log(Abs(x)) - 2*softplus(-x)) + sign(x)*exp(x +
         log(Abs(x)) - 3*softplus(x) + log(2)) + exp(-x - 2*softplus(-x) + log(2)); at inf: 0
-    measured float32 mean 0.54 / p99 5.2 bits, float64 mean 0.48 / p99 2.3 bits
+    measured float32 mean 0.55 / p99 5.3 bits, float64 mean 0.41 / p99 2.0 bits
     """
     if x.dtype == jnp.float32:
         v0 = jnp.maximum(x, jnp.finfo(x.dtype).min)
@@ -169,56 +168,62 @@ def _silu_d_xx(x):
     v17 = jnp.subtract(v16, v5)
     v18 = jnp.exp(v17)
     v19 = jnp.multiply(v11, v18)
-    v20 = jnp.clip(x, -700.0, 2.4678)
-    v21 = jnp.negative(v20)
-    v22 = jax.nn.sigmoid(v21)
-    v23 = jnp.square(v22)
-    v24 = jnp.add(v20, 2.0)
-    v25 = jnp.exp(v20)
-    v26 = jnp.multiply(v25, 2.0)
-    v27 = jnp.add(v24, v26)
-    v28 = jnp.multiply(v20, v25)
-    v29 = jnp.subtract(v27, v28)
-    v30 = jnp.multiply(v23, v29)
-    v31 = jax.nn.sigmoid(v20)
-    v32 = jnp.multiply(v30, v31)
-    v33 = jnp.clip(x, 2.4678, 708.0)
-    v34 = jnp.multiply(v33, 2.0)
-    v35 = jnp.negative(v33)
-    v36 = jax.nn.sigmoid(v35)
-    v37 = jnp.multiply(v34, v36)
-    v38 = jnp.add(v37, 2.0)
-    v39 = jnp.subtract(v38, v33)
-    v40 = jax.nn.sigmoid(v33)
-    v41 = jnp.multiply(v39, v40)
-    v42 = jnp.multiply(v41, v36)
-    v43 = jnp.minimum(x, jnp.finfo(x.dtype).max)
-    v44 = jnp.maximum(v43, 708.0)
-    v45 = jnp.sign(v44)
-    v46 = jnp.abs(v44)
-    v47 = jnp.log(v46)
-    v48 = jnp.add(v47, 0.6931471805599453)
-    v49 = jax.nn.softplus(v44)
-    v50 = jnp.subtract(v48, v49)
-    v51 = jnp.exp(v50)
-    v52 = jnp.multiply(v45, v51)
-    v53 = jnp.add(v52, 2.0)
-    v54 = jnp.subtract(v53, v44)
-    v55 = jnp.sign(v54)
-    v56 = jnp.abs(v54)
-    v57 = jnp.log(v56)
-    v58 = jnp.negative(v44)
-    v59 = jax.nn.softplus(v58)
-    v60 = jnp.subtract(v57, v59)
-    v61 = jnp.subtract(v60, v49)
-    v62 = jnp.exp(v61)
-    v63 = jnp.multiply(v55, v62)
-    v64 = jnp.where(x >= float("inf"), 0.0, v63)
-    v65 = jnp.where(x < 708.0, v42, v64)
-    v66 = jnp.where(x < 2.4678, v32, v65)
-    v67 = jnp.where(x < -700.0, v19, v66)
-    v68 = jnp.where(x < -8.98846567431158e+307, 0.0, v67)
-    d_xx = jnp.where(x <= float("-inf"), 0.0, v68)
+    v20 = jnp.clip(x, -700.0, -2.3934)
+    v21 = jnp.exp(v20)
+    v22 = jnp.multiply(v20, v21)
+    v23 = jnp.multiply(v21, 2.0)
+    v24 = jnp.add(v22, v23)
+    v25 = jnp.multiply(v20, 2.0)
+    v26 = jnp.exp(v25)
+    v27 = jnp.multiply(v26, 2.0)
+    v28 = jnp.add(v24, v27)
+    v29 = jnp.multiply(v20, v26)
+    v30 = jnp.subtract(v28, v29)
+    v31 = jnp.multiply(v21, 3.0)
+    v32 = jnp.add(v31, 1.0)
+    v33 = jnp.multiply(v26, 3.0)
+    v34 = jnp.add(v32, v33)
+    v35 = jnp.multiply(v20, 3.0)
+    v36 = jnp.exp(v35)
+    v37 = jnp.add(v34, v36)
+    v38 = jnp.divide(v30, v37)
+    v39 = jnp.clip(x, -2.3934, 708.0)
+    v40 = jnp.multiply(v39, 2.0)
+    v41 = jnp.negative(v39)
+    v42 = jax.nn.sigmoid(v41)
+    v43 = jnp.multiply(v40, v42)
+    v44 = jnp.add(v43, 2.0)
+    v45 = jnp.subtract(v44, v39)
+    v46 = jax.nn.sigmoid(v39)
+    v47 = jnp.multiply(v45, v46)
+    v48 = jnp.multiply(v47, v42)
+    v49 = jnp.minimum(x, jnp.finfo(x.dtype).max)
+    v50 = jnp.maximum(v49, 708.0)
+    v51 = jnp.sign(v50)
+    v52 = jnp.abs(v50)
+    v53 = jnp.log(v52)
+    v54 = jnp.add(v53, 0.6931471805599453)
+    v55 = jax.nn.softplus(v50)
+    v56 = jnp.subtract(v54, v55)
+    v57 = jnp.exp(v56)
+    v58 = jnp.multiply(v51, v57)
+    v59 = jnp.add(v58, 2.0)
+    v60 = jnp.subtract(v59, v50)
+    v61 = jnp.sign(v60)
+    v62 = jnp.abs(v60)
+    v63 = jnp.log(v62)
+    v64 = jnp.negative(v50)
+    v65 = jax.nn.softplus(v64)
+    v66 = jnp.subtract(v63, v65)
+    v67 = jnp.subtract(v66, v55)
+    v68 = jnp.exp(v67)
+    v69 = jnp.multiply(v61, v68)
+    v70 = jnp.where(x >= float("inf"), 0.0, v69)
+    v71 = jnp.where(x < 708.0, v48, v70)
+    v72 = jnp.where(x < -2.3934, v38, v71)
+    v73 = jnp.where(x < -700.0, v19, v72)
+    v74 = jnp.where(x < -8.98846567431158e+307, 0.0, v73)
+    d_xx = jnp.where(x <= float("-inf"), 0.0, v74)
     return d_xx
 
 

@@ -30,7 +30,7 @@ NESTED = sp.Mul(sp.Mul(A, sp.Pow(B, -1), evaluate=False), sp.Pow(C, -1), evaluat
 
 
 def test_paths_are_eager_and_xla():
-    assert PATHS == ("eager", "xla")
+    assert PATHS == ("eager", "xla", "graph")
 
 
 def test_a_quotient_divided_again_overflows_only_under_xla():

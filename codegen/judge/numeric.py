@@ -7,7 +7,8 @@ without importing TensorFlow. `verify` later measures the real ops in
 TensorFlow; this module only has to rank candidates the same way.
 
 `PATHS` are the ways TensorFlow may run the same program: "eager" op by op,
-and "xla", whose algebraic simplifier reassociates divisions before it
+"graph" with its sums and products regrouped as Grappler regroups them in `tf.function`
+(`graphs`), and "xla", whose algebraic simplifier reassociates divisions before it
 compiles, to a fixed point (`(A/B)/(C/D)` becomes `(A*D)/(B*C)`, `A/B/C` becomes `A/(B*C)`,
 `A/(B/C)` becomes `(A*C)/B`, `A/exp(B)` becomes `A*exp(-B)` and `A/pow(B, C)` becomes
 `A*pow(B, -C)`), which overflows or underflows where `A*D`, `B*C`, `A*C`, `exp(-B)` or
@@ -21,6 +22,7 @@ import numpy as np
 
 from codegen.front.functions import ALL_FUNCTIONS
 from codegen.judge import portable
+from codegen.judge.graphs import regrouped, regrouped_in_graphs
 from codegen.lower import Program
 
 _BINARY = {
@@ -48,7 +50,14 @@ def _value(operand, values: dict, dtype) -> np.ndarray:
     return np.asarray(operand, dtype=dtype)
 
 
-PATHS = ("eager", "xla")
+PATHS = ("eager", "xla", "graph")
+
+
+def paths_for(program: Program) -> tuple[str, ...]:
+    """The paths on which `program` may compute other values than eager mode does: XLA where
+    its division rewrites apply, graphs where Grappler regroups a sum or product."""
+    xla = ("xla",) if rewritten_under_xla(program) else ()
+    return ("eager", *xla, *(("graph",) if regrouped_in_graphs(program) else ()))
 
 
 def _xla_division(step, producers: dict, values: dict, quotients: dict, dtype) -> np.ndarray:
@@ -124,6 +133,8 @@ def run(
 ) -> list[np.ndarray]:
     """Evaluate every output of `program` as TensorFlow runs it on `path` (one of `PATHS`);
     inputs are cast to `dtype` first."""
+    if path == "graph":
+        program, path = regrouped(program), "eager"
     np_dtype = np.dtype(dtype)
     values = {name: np.asarray(column, dtype=np_dtype) for name, column in inputs.items()}
     producers, quotients = {}, {}

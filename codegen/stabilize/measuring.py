@@ -16,7 +16,7 @@ import sympy as sp
 
 from codegen.front.spec import Spec
 from codegen.judge import accuracy
-from codegen.judge.numeric import PATHS, rewritten_under_xla, run
+from codegen.judge.numeric import paths_for, run
 from codegen.judge.sampling import powers_of_two
 from codegen.lower import Regimes, lower, op_count
 from codegen.pieces import Pieces
@@ -100,7 +100,8 @@ def _with_params(form, values):
 
 def evaluate(form, spec: Spec, points: np.ndarray, dtype: str, path: str = "eager") -> np.ndarray:
     """`form` at `points` (rows), computed in `dtype` as the generated TF code computes it on
-    `path` (eager, or XLA after its algebraic rewrites: `numeric.PATHS`)."""
+    `path` (eager, XLA after its algebraic rewrites, or a graph after Grappler's:
+    `numeric.PATHS`)."""
     form = _with_params(form, param_values(spec))
     names = {sym: sym.name for sym in spec.arg_symbols}
     program = lower([form], names)
@@ -194,7 +195,7 @@ def as_shipped(form, spec: Spec, samples: Samples, promoted: bool) -> dict[str, 
     when `promoted`), on its worst path per point (XLA only where its rewrites apply)."""
     form = _with_params(form, param_values(spec))
     program = lower([form], {sym: sym.name for sym in spec.arg_symbols})
-    paths = PATHS if rewritten_under_xla(program) else ("eager",)
+    paths = paths_for(program)
     out = {}
     for dtype in accuracy.DTYPES:
         compute = "float64" if dtype == "float32" and promoted else dtype
