@@ -6,20 +6,30 @@ optimizer) rebuilds it before a graph runs: in `tf.function`, SavedModel, TF1 gr
 Keras `fit` without XLA. Exact arithmetic gives the same values; rounding, overflow and
 underflow differ. A tree is a root add (multiply) and the adds (multiplies) that feed only
 it, taken from the outputs back, so the largest trees form first; its leaves are read left
-to right.
+to right. First, as Grappler does before it regroups:
+
+- dead steps are pruned; x/sqrt(y) runs as x*rsqrt(y) where nothing else uses the sqrt
+  (SqrtDivToRsqrtMul), and x/c as x*(1/c), 1/c rounded in the dtype
+  (ReduceDivToReciprocalMul);
+- `ConstantPushDown`: a constant beside a step of its family used only there moves into it,
+  so (x + c1) - c2 runs as x + (c1 - c2), the constants folded in the dtype.
+
+Then each tree:
 
 - `AddOpsRewrite`: the leaves of one shape are summed by one AddN, left to right (a right-
   nested a + (b + c) becomes (a + b) + c); where scalar constants and tensors mix, the
-  constants' sum is added to the tensors' sum last.
+  constants' sum is added to the tensors' sum last; a leaf that repeats is added once,
+  times its count (SimplifyAggregation).
 - `MinimizeBroadcasts`: where scalar constants and tensors mix in a product, the leaves are
   sorted constants first and multiplied in pairs, the pairs queued behind the leaves:
   c*a*b*d becomes (c*a)*(b*d). d_smooth_abs's f_eps, 0.5*s*(x/p)*(x/q) in float32 at
   x = 1.09e-20, became 0.5*s*((x/p)*(x/q)), whose inner product is subnormal and flushed
   to zero, so `tf.function` returned -0.0 for -3.08e-38 while eager and XLA were right.
 
-The model follows Grappler's source (arithmetic_optimizer.cc) and is checked against
-TensorFlow itself by tests/test_graph_mirror.py. Common-factor hoisting (a*b + a*c ->
-a*(b + c)) is not modelled.
+The model follows Grappler's source (arithmetic_optimizer.cc, constant_folding.cc) and is
+checked against TensorFlow itself by tests/test_graph_mirror.py and, on random programs, by
+benchmarks/graph_mirror.py. Common-factor hoisting (a*b + a*c -> a*(b + c)) and fused
+multiply-adds are not modelled.
 """
 
 from __future__ import annotations
