@@ -300,12 +300,12 @@ def _chosen_in_order(spec: Spec, partials, forms, first_pass=None) -> tuple[Choi
     float64), each is chosen for an op that computes float32 so (`_promoted_choice`)."""
     choices: list[Choice] = []
     for i, (partial, its_forms) in enumerate(zip(partials, forms)):
+        if first_pass is None:
+            step, args = choose, (SAMPLES, False, its_forms)
+        else:
+            step, args = _promoted_choice, (first_pass[i], its_forms)
         with sharing(tuple(c.chosen.form for c in choices)):
-            if first_pass is None:
-                choices.append(_explained(spec, partial, choose, SAMPLES, False, its_forms))
-            else:
-                step = _promoted_choice
-                choices.append(_explained(spec, partial, step, first_pass[i], its_forms))
+            choices.append(_explained(spec, partial, step, *args))
     return tuple(choices)
 
 
