@@ -21,8 +21,8 @@ from codegen.lower import Regimes
 from codegen.stabilize.rules import apply_rules
 from codegen.timebound import SymPyTimeout, budgeted_limit
 
-LINE_SERIES_TERMS = (4, 8, 12)
-LINE_SERIES_SECONDS = 1.25  # of work (`timebound`)
+LINE_SERIES_TERMS = (4, 8, 12, 20)
+LINE_SERIES_SECONDS = 2.5  # of work (`timebound`)
 
 
 def line_difference(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> sp.Expr | None:
@@ -36,6 +36,19 @@ def line_difference(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> sp.Expr | Non
     if sp.rem(sp.expand(denominator), x - y, x) != 0:
         return None
     return x - y
+
+
+def split_difference(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> sp.Expr | None:
+    """x - y where regimes may split on it: `line_difference`, or where `expr` is a function
+    of x - y alone (erf(x - y), a loss of the residual x - y): its forms' accuracy then
+    depends on x - y, which no threshold on x or on y follows."""
+    line = line_difference(expr, args)
+    if line is not None or len(args) != 2:
+        return line
+    x, y = args
+    d = sp.Dummy("d", real=True)
+    shifted = expr.subs(x, y + d).free_symbols
+    return x - y if d in shifted and y not in shifted else None
 
 
 def _in_difference(expr: sp.Expr, args) -> tuple[sp.Symbol, sp.Expr]:
@@ -103,22 +116,33 @@ def _on_the_line(reduced: sp.Expr, d: sp.Symbol) -> sp.Expr | None:
 
 
 def line_series(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[str, sp.Expr]]:
-    """Taylor polynomials in d = x - y about 0, coefficients in y, several degrees; none
-    where SymPy does not finish within `LINE_SERIES_SECONDS`."""
-    if line_difference(expr, args) is None:
+    """Taylor polynomials in d = x - y about 0, coefficients in y, several degrees: those up
+    to the most terms SymPy finds within `LINE_SERIES_SECONDS` (tried from the most down)."""
+    if split_difference(expr, args) is None:
         return []
     d, reduced = _in_difference(expr, args)
-    try:
-        with budgeted_limit(LINE_SERIES_SECONDS, "series"):
-            poly = sp.Poly(sp.series(reduced, d, 0, max(LINE_SERIES_TERMS)).removeO(), d)
-    except SymPyTimeout:
-        return []
-    except Exception:  # noqa: BLE001 - SymPy raises many kinds
+    for most in sorted(LINE_SERIES_TERMS, reverse=True):
+        poly = _series_in(reduced, d, most)
+        if poly is not None:
+            break
+    else:
         return []
     out = []
-    for terms in LINE_SERIES_TERMS:
+    for terms in (t for t in LINE_SERIES_TERMS if t <= most):
         truncated = sum((c * d**p for (p,), c in poly.terms() if p < terms), sp.S.Zero)
         if truncated != 0 and not truncated.has(sp.I, sp.Order):
             horner = sp.horner(truncated, d)
             out.append((f"series x - y<{terms}>", horner.xreplace({d: args[0] - args[1]})))
     return out
+
+
+def _series_in(reduced: sp.Expr, d: sp.Symbol, terms: int) -> sp.Poly | None:
+    """The Taylor polynomial of `reduced` in `d` about 0 with `terms` terms, or None where
+    SymPy does not find it within `LINE_SERIES_SECONDS`."""
+    try:
+        with budgeted_limit(LINE_SERIES_SECONDS, "series"):
+            return sp.Poly(sp.series(reduced, d, 0, terms).removeO(), d)
+    except SymPyTimeout:
+        return None
+    except Exception:  # noqa: BLE001 - SymPy raises many kinds
+        return None

@@ -24,7 +24,7 @@ import sympy as sp
 from codegen.derive import Partial
 from codegen.front.functions import hypot
 from codegen.front.spec import Spec
-from codegen.stabilize.lines import line_difference, line_series
+from codegen.stabilize.lines import line_series, split_difference
 from codegen.stabilize.measuring import P99_ROOM_BITS, Candidate, Samples, measured
 from codegen.stabilize.per_dtype import DTYPES, dtype_regimes
 from codegen.stabilize.refinements import (
@@ -36,7 +36,12 @@ from codegen.stabilize.refinements import (
     term_forms,
 )
 from codegen.stabilize.regimes import best_regimes, needs_regimes, outside_domain, regime_columns
-from codegen.stabilize.split_on import coordinate, split_expressions, within_domain
+from codegen.stabilize.split_on import (
+    coordinate,
+    homogeneous_ratio,
+    split_expressions,
+    within_domain,
+)
 from codegen.stabilize.thresholds import placed
 from codegen.timebound import charged, count, counting, time_left
 
@@ -116,9 +121,10 @@ def _regime_stages(search: Search, best: Candidate, record: Measured) -> Candida
     """Regimes on the line x - y first (no threshold on one arg follows it), then on each
     arg, then on products and magnitudes of args, while the best misses the margin."""
     spec, partial = search.spec, search.partial
-    line = line_difference(partial.expr, spec.arg_symbols)
+    line = split_difference(partial.expr, spec.arg_symbols)
     if line is not None and needs_regimes(best, MARGIN_BITS):
         best = _split_on_expression(search, line, best, record)
+        line = _line_coordinate(partial.expr, spec.arg_symbols)
     columns = regime_columns(spec, partial)
     multi, last_order = len(spec.args) > 1, partial.order == spec.order
     for column in columns if needs_regimes(best, MARGIN_BITS) else ():
@@ -135,6 +141,12 @@ def _regime_stages(search: Search, best: Candidate, record: Measured) -> Candida
             with refining():
                 best = _split_on_expression(search, monomial, best, record)
     return best
+
+
+def _line_coordinate(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> sp.Expr:
+    """What regimes on the line x = y split on: x - y, or y/x where `expr` is homogeneous
+    (its series in x - y is then as accurate at one (x - y)/y as at any scale)."""
+    return next(iter(homogeneous_ratio(expr, args)), args[0] - args[1])
 
 
 @dataclass(frozen=True)
@@ -205,6 +217,8 @@ def _split_on_expression(search: Search, monomial, best: Candidate, record: Meas
     spec, partial, samples = search.spec, search.partial, search.samples
     if monomial.is_Add:
         record.add(search, line_series(partial.expr, spec.arg_symbols))
+        # homogeneous: the series in x - y is as accurate at (x - y)/y as at any scale
+        monomial = _line_coordinate(partial.expr, spec.arg_symbols)
     at = coordinate(monomial, spec.arg_symbols)
     joint = best_regimes(record.plain(), record.bits, samples.points, monomial, coordinate=at)
     if joint is None:

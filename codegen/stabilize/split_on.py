@@ -22,7 +22,7 @@ from sympy.codegen.cfunctions import hypot
 
 from codegen.lower import Regimes
 from codegen.stabilize.homogeneous import HOMOGENEOUS_SECONDS, homogeneous_degree
-from codegen.stabilize.lines import line_difference
+from codegen.stabilize.lines import split_difference
 from codegen.stabilize.regimes import outside_domain
 from codegen.timebound import bounded
 
@@ -40,14 +40,14 @@ def split_expressions(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[sp.Exp
             if monomial is not None:
                 found.add(monomial)
     ranked = sorted(found, key=lambda m: (sp.count_ops(m), sp.default_sort_key(m)))
-    line = line_difference(expr, args)
+    line = split_difference(expr, args)
     first = [line] if line is not None else []
-    magnitudes = [*_magnitudes(expr, args), *_ratios(expr, args)]
+    magnitudes = [*_magnitudes(expr, args), *homogeneous_ratio(expr, args)]
     ordered = [*first, *ranked[: MAX_SPLIT_EXPRESSIONS - 1], *magnitudes, *ranked]
     return list(dict.fromkeys(ordered))[:MAX_SPLIT_EXPRESSIONS]
 
 
-def _ratios(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[sp.Expr]:
+def homogeneous_ratio(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[sp.Expr]:
     """y/x where `expr` is homogeneous in its two args: its forms' accuracy then depends on
     the ratio alone (6*y**2/x**4 of log1p((y/x)**2)'s f_xx cancels in one form wherever
     |y| << x, at x = 1e53 as at x = 1), which no threshold on one arg follows."""
@@ -84,7 +84,7 @@ def _monomial(node: sp.Mul, args) -> sp.Expr | None:
 def coordinate(monomial: sp.Expr, args: tuple[sp.Symbol, ...]):
     """A function of sample points (one column per arg) giving `monomial`'s values in
     float64: inf where they overflow, NaN for 0 * inf."""
-    if monomial.is_Add:  # args[0] - args[1], from `lines.line_difference`
+    if monomial.is_Add:  # args[0] - args[1], from `lines.split_difference`
         return lambda points: points[:, 0].astype(np.float64) - points[:, 1].astype(np.float64)
     if monomial.func is hypot:
         columns = [args.index(a) for a in monomial.args]
