@@ -304,6 +304,14 @@ def test_sample_points_respect_the_domain():
     assert 1e-30 > np.min(np.abs(box[box != 0]))  # bit patterns reach tiny magnitudes
 
 
+def test_a_domain_past_float32s_range_has_no_float32_points_and_warns_nothing():
+    with np.errstate(all="raise"):  # an inf edge once overflowed nextafter here
+        far = sample_points(((1e39, 1e40),), "float32")
+        wide = sample_points(((1e39, 1e40),), "float64")[:, 0]
+    assert far.shape[0] == 0
+    assert np.all((wide >= 1e39) & (wide <= 1e40)) and len(wide) > 1900
+
+
 def test_sample_points_for_several_arguments():
     dom = ((-math.inf, math.inf), (0.5, 2.0))
     pts = sample_points(dom, "float32", n=1000)
