@@ -75,6 +75,21 @@ def _build(spec: str, env: dict) -> str:
     return done.stdout
 
 
+def test_a_result_is_remembered_read_only_and_the_memo_stays_bounded(monkeypatch):
+    monkeypatch.setattr(portable, "MEMO_BYTES", 3 * X.nbytes)
+    first = portable.exp(X)
+    assert portable.exp(X.copy()) is first  # the same bytes in: the same result
+    assert not first.flags.writeable
+    with pytest.raises(ValueError):
+        first[0] = 1.0  # a caller cannot change what the next one gets
+    assert portable.exp(X.astype(np.float32)).dtype == np.float32  # dtypes apart
+    assert not np.shares_memory(portable.log1p(np.abs(X)), portable.expm1(np.abs(X)))
+    for k in range(8):
+        portable.tanh(X + k)
+    assert portable._memo_bytes[0] <= 3 * X.nbytes
+    assert portable._memo_bytes[0] == sum(v.nbytes for v in portable._MEMO.values())
+
+
 def test_a_build_is_the_same_without_simd_dispatch():
     levels = _dispatched_levels()
     if not levels:

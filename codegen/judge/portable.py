@@ -21,7 +21,9 @@ through the plain ufunc: output there may differ in those last bits.
 
 from __future__ import annotations
 
+import collections
 import functools
+import hashlib
 
 import numpy as np
 
@@ -29,10 +31,32 @@ WIDE64 = np.longdouble if np.finfo(np.longdouble).nmant > np.finfo(np.float64).n
 _WIDER = {np.dtype(np.float32): np.float64, np.dtype(np.float64): WIDE64}
 
 
+MEMO_BYTES = 64 << 20  # results kept, the newest first: a build's candidates share inputs
+_MEMO: collections.OrderedDict = collections.OrderedDict()
+_memo_bytes = [0]
+
+
+def _remember(key: tuple, out: np.ndarray) -> None:
+    out.flags.writeable = False  # shared by every caller with these inputs
+    _MEMO[key] = out
+    _memo_bytes[0] += out.nbytes
+    while _memo_bytes[0] > MEMO_BYTES and _MEMO:
+        _memo_bytes[0] -= _MEMO.popitem(last=False)[1].nbytes
+
+
+def _memo_key(name: str, arrays: list[np.ndarray]) -> tuple:
+    return (name, *((a.dtype.str, a.shape, hashlib.blake2b(a.tobytes()).digest()) for a in arrays))
+
+
 def portable(ufunc, wide=None):
     """`ufunc` computed one type wider than its float arguments and rounded back to their
     dtype (`wide`, if given, computes it in `WIDE64`); other dtypes (bools, ints,
-    longdouble) go through `ufunc` as they are."""
+    longdouble) go through `ufunc` as they are.
+
+    Results are remembered by their inputs' bytes (the newest `MEMO_BYTES`, read-only): the
+    stabilizer measures dozens of candidates of a partial at the same sample points, and
+    most compute the same exp(-(x - y)**2) or log(x), which `WIDE64` makes slow (x87, one
+    element at a time)."""
 
     @functools.wraps(ufunc)
     def rounded(*args):
@@ -41,9 +65,16 @@ def portable(ufunc, wide=None):
         wider = _WIDER.get(dtype)
         if wider is None:
             return ufunc(*arrays)
+        key = _memo_key(ufunc.__name__, arrays)
+        if key in _MEMO:
+            _MEMO.move_to_end(key)
+            return _MEMO[key]
         compute = wide if wide is not None and wider is WIDE64 is not np.float64 else ufunc
         with np.errstate(all="ignore"):
-            return compute(*(a.astype(wider) for a in arrays)).astype(dtype)
+            out = compute(*(a.astype(wider) for a in arrays)).astype(dtype)
+        if isinstance(out, np.ndarray) and out.ndim:  # scalars are cheap, and immutable
+            _remember(key, out)
+        return out
 
     return rounded
 
