@@ -122,9 +122,11 @@ def _regime_stages(search: Search, best: Candidate, record: Measured) -> Candida
     arg, then on products and magnitudes of args, while the best misses the margin."""
     spec, partial = search.spec, search.partial
     line = split_difference(partial.expr, spec.arg_symbols)
+    on = line
     if line is not None and needs_regimes(best, MARGIN_BITS):
-        best = _split_on_expression(search, line, best, record)
-        line = _line_coordinate(partial.expr, spec.arg_symbols)
+        on = _line_coordinate(partial.expr, spec.arg_symbols)
+        record.add(search, line_series(partial.expr, spec.arg_symbols))
+        best = _split_on_expression(search, on, best, record)
     columns = regime_columns(spec, partial)
     multi, last_order = len(spec.args) > 1, partial.order == spec.order
     for column in columns if needs_regimes(best, MARGIN_BITS) else ():
@@ -135,7 +137,7 @@ def _regime_stages(search: Search, best: Candidate, record: Measured) -> Candida
         with refining() if multi and last_order else nullcontext():
             best = _with_regimes(search, split, best, record)
     for monomial in split_expressions(partial.expr, spec.arg_symbols) if len(columns) > 1 else ():
-        if monomial == line or (last_order and monomial.func is hypot):
+        if monomial in (line, on) or (last_order and monomial.func is hypot):
             continue  # the last order's backward pass meets the pieces' unclipped NaN
         if needs_regimes(best, MARGIN_BITS) and refine_left():
             with refining():
@@ -211,14 +213,10 @@ def _fixes_more(piecewise: Candidate, best: Candidate) -> Candidate:
 
 
 def _split_on_expression(search: Search, monomial, best: Candidate, record: Measured):
-    """`best`, or regimes split on the value of `monomial` (x*y, hypot(x, y), or x - y with
-    its series in x - y measured first) that beat it, from the forms measured so far (the
-    series in each arg among them)."""
+    """`best`, or regimes split on the value of `monomial` (x*y, hypot(x, y), x - y or y/x
+    on the line, whose series in x - y the caller measured first) that beat it, from the
+    forms measured so far (the series in each arg among them)."""
     spec, partial, samples = search.spec, search.partial, search.samples
-    if monomial.is_Add:
-        record.add(search, line_series(partial.expr, spec.arg_symbols))
-        # homogeneous: the series in x - y is as accurate at (x - y)/y as at any scale
-        monomial = _line_coordinate(partial.expr, spec.arg_symbols)
     at = coordinate(monomial, spec.arg_symbols)
     joint = best_regimes(record.plain(), record.bits, samples.points, monomial, coordinate=at)
     if joint is None:
