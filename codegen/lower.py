@@ -46,12 +46,20 @@ class Regimes:
 
     `arg` may also be a product of args (x*y): the pieces then get their inputs unclipped,
     since no interval of x*y bounds x or y.
+
+    `total` says every piece is finite, with finite derivatives, at every finite input
+    (`stabilize.exp_branches`: rational in x and exp(-|x|/2), over a positive denominator).
+    Its pieces then share one input, clipped into the finite floats only, also where no
+    gradient flows: every form of the op and the last order's, which autodiff differentiates,
+    then compute one exp(-|x|/2). A clip into each piece's own interval would compute it per
+    piece. The values at ±inf are pieces of their own (`stabilize.limits`).
     """
 
     arg: sp.Expr  # a Symbol, or a monomial in several (`stabilize.split_on`)
     bounds: tuple[float, ...]
     forms: tuple[sp.Expr, ...]
     closed: tuple[bool, ...] = ()
+    total: bool = False
 
     def is_closed(self, i: int) -> bool:
         return i < len(self.closed) and self.closed[i]
@@ -67,14 +75,25 @@ class Regimes:
         if above is not None:
             bound, is_closed, form = above
             bounds, forms, closed = [*bounds, bound], [*forms, form], [*closed, is_closed]
-        return Regimes(self.arg, tuple(bounds), tuple(forms), tuple(closed))
+        return Regimes(self.arg, tuple(bounds), tuple(forms), tuple(closed), self.total)
 
     def piece_at(self, value: float) -> sp.Expr:
         """The form that owns `value`."""
+        return self.forms[self.index_at(value)]
+
+    def index_at(self, value: float) -> int:
+        """The index of the piece that owns `value`."""
         for i, bound in enumerate(self.bounds):
             if value < bound or (value == bound and self.is_closed(i)):
-                return self.forms[i]
-        return self.forms[-1]
+                return i
+        return len(self.forms) - 1
+
+
+def clips_to_finite(form) -> bool:
+    """True if `form` holds total regimes, whose input is clipped into the finite floats."""
+    if isinstance(form, Regimes):
+        return form.total or any(clips_to_finite(f) for f in form.forms)
+    return False
 
 
 @dataclass(frozen=True)
@@ -191,7 +210,10 @@ def _lower_regimes(b: _Builder, regimes: Regimes, env) -> str | float:
     highs = (*regimes.bounds, float("inf"))
     values = []
     for i, (form, low, high) in enumerate(zip(regimes.forms, lows, highs)):
-        if on_arg and regimes.arg in free_symbols(form) and x not in b.unclipped:
+        if on_arg and regimes.total and regimes.arg in free_symbols(form):
+            clipped = _clipped(b, x, -math.inf, math.inf, True, True)  # shared by every piece
+            values.append(_lower(b, form, {**env, regimes.arg: clipped}))
+        elif on_arg and regimes.arg in free_symbols(form) and x not in b.unclipped:
             no_neg_inf = i > 0 and low == -math.inf  # a piece below owns -inf alone
             no_pos_inf = i < len(regimes.forms) - 1 and high == math.inf
             clipped = _clipped(b, x, low, high, no_neg_inf, no_pos_inf)

@@ -7,13 +7,7 @@ adds constant pieces at ±inf, and `choose` measures each candidate against the
 exact reference (`codegen.judge`) and picks one.
 """
 
-from codegen.stabilize.selection import (
-    Candidate,
-    Choice,
-    StableForms,
-    choose,
-    equals_exact,
-    stabilize,
-)
+from codegen.stabilize.measuring import equals_exact
+from codegen.stabilize.selection import Candidate, Choice, StableForms, choose, stabilize
 
 __all__ = ["Candidate", "Choice", "StableForms", "choose", "equals_exact", "stabilize"]

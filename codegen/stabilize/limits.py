@@ -25,7 +25,7 @@ import sympy as sp
 
 from codegen.front.functions import sigmoid, softplus
 from codegen.judge import accuracy
-from codegen.lower import Regimes
+from codegen.lower import Regimes, clips_to_finite
 from codegen.timebound import SymPyTimeout, budgeted_limit
 
 LIMIT_SECONDS = 2.0  # of work (`timebound`): lbeta's longest limit is 17344 SymPy objects
@@ -128,14 +128,17 @@ def with_limits(form, exact: sp.Expr, args, domains, evaluate):
 def _piece_at(form, exact, args, domains, evaluate, k: int, reached: bool, side: int):
     """The limit of `exact` as arg k tends to side * inf, where `form` is NaN or infinite
     there and the limit is finite or ±inf; else None. A form finite at infinity is kept as it is
-    (no limit is computed), and nothing here may fail a build."""
+    (no limit is computed), unless it clips its input into the finite floats (total
+    regimes: silu's x/(1 + exp(-|x|)) is the largest float at inf), and nothing here may fail
+    a build."""
     if not reached:
         return None
     rows = _probe_points(args, domains, k, side * math.inf)
     if not len(rows):
         return None
     try:
-        if all(np.isfinite(evaluate(form, rows, d)).all() for d in accuracy.DTYPES):
+        finite = all(np.isfinite(evaluate(form, rows, d)).all() for d in accuracy.DTYPES)
+        if finite and not clips_to_finite(form):
             return None
         limit = _limit(exact, args[k], side * sp.oo)
         if limit is None or not _misses(form, evaluate, rows, args, limit):

@@ -90,7 +90,7 @@ def param_values(spec: Spec) -> dict[sp.Symbol, sp.Expr]:
 def _with_params(form, values):
     if isinstance(form, Regimes):
         forms = tuple(_with_params(f, values) for f in form.forms)
-        return Regimes(form.arg.subs(values), form.bounds, forms, form.closed)
+        return Regimes(form.arg.subs(values), form.bounds, forms, form.closed, form.total)
     if isinstance(form, Pieces):
         conds = tuple(c.subs(values) for c in form.conds)
         exact = tuple(e.subs(values) for e in form.exact)
@@ -242,6 +242,23 @@ def equals_exact(form: sp.Expr, exact: sp.Expr, spec: Spec, in_domain: bool = Fa
         rows = rows[np.all((rows >= lo) & (rows <= hi), axis=1)]
         if len(rows) < 2:
             return False
-    a = accuracy.reference(form.subs(values), spec.arg_symbols, rows, "float64")
     b = accuracy.reference(exact.subs(values), spec.arg_symbols, rows, "float64")
+    if isinstance(form, Regimes):  # each piece at the points it owns
+        return _pieces_equal(_with_params(form, values), b, spec, rows)
+    a = accuracy.reference(form.subs(values), spec.arg_symbols, rows, "float64")
     return bool(np.array_equal(a, b, equal_nan=True))
+
+
+def _pieces_equal(form: Regimes, exact: np.ndarray, spec: Spec, rows: np.ndarray) -> bool:
+    """True if each piece of `form` rounds as the derivative (`exact`) at the rows it owns,
+    and every piece owns one at least."""
+    at = accuracy.reference(form.arg, spec.arg_symbols, rows, "float64")
+    owner = np.array([form.index_at(float(v)) for v in at])
+    for i, piece in enumerate(form.forms):
+        own = owner == i
+        if not own.any():
+            return False
+        a = accuracy.reference(piece, spec.arg_symbols, rows[own], "float64")
+        if not np.array_equal(a, exact[own], equal_nan=True):
+            return False
+    return True

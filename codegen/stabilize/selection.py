@@ -25,23 +25,22 @@ from codegen.front.spec import Spec
 from codegen.judge import accuracy
 from codegen.lower import op_count
 from codegen.pieces import values_only
-from codegen.stabilize.candidates import candidates
 from codegen.stabilize.cost import sharing
+from codegen.stabilize.joint import cheaper, family_seed
 from codegen.stabilize.limits import clear_limits, with_limits
 from codegen.stabilize.lines import with_line_point
 from codegen.stabilize.measuring import (
     Candidate,
-    equals_exact,
     evaluate,
     measure,
     measuring_points,
     param_values,
     prepare_references,
 )
+from codegen.stabilize.offered import valid_candidates
 from codegen.stabilize.per_dtype import split
 from codegen.stabilize.piecewise import choose_pieces
 from codegen.stabilize.refinements import (
-    lowers,
     series_forms_at,
 )
 from codegen.stabilize.screening import in_every_dtype, screened
@@ -97,51 +96,6 @@ class StableForms:
     @property
     def promote_float32(self) -> bool:
         return any(choice.promote_float32 for choice in self.choices)
-
-
-def valid_candidates(spec: Spec, partial: Partial) -> list[tuple[str, object]]:
-    """The closed candidate forms of one partial that equal it. A rewrite the reference
-    cannot evaluate (SymPy's simplify writes sign(x) as a Piecewise on x == 0) is not
-    offered; the derivative as SymPy wrote it always is."""
-    if isinstance(partial.expr, sp.Piecewise):  # each piece gets its candidates in `choose`
-        return [("sympy", partial.expr)]
-    known = _domain_symbols(spec)
-    back = {v: k for k, v in known.items()}
-    args = tuple(known.get(a, a) for a in spec.arg_symbols)
-    out = []
-    for label, form in candidates(partial.expr.xreplace(known), args):
-        form = form.xreplace(back)
-        lowered = not known or lowers(form)  # only forms written under assumptions may not
-        if form == partial.expr or (lowered and _valid(form, partial.expr, spec, known)):
-            out.append((label, form))
-    return out if out and out[0][0] == "sympy" else [("sympy", partial.expr), *out]
-
-
-def _valid(form, exact: sp.Expr, spec: Spec, known: dict) -> bool:
-    """Equal to the derivative at the check points, or (a form that used the domain's
-    assumptions) at those inside the domain."""
-    if _checked_equal(form, exact, spec):
-        return True
-    return bool(known) and _checked_equal(form, exact, spec, in_domain=True)
-
-
-def _domain_symbols(spec: Spec) -> dict[sp.Symbol, sp.Symbol]:
-    """Each arg whose domain is nonnegative, as a symbol SymPy knows to be nonnegative (or
-    positive, where the domain excludes 0), so rewrites may use it (sqrt(x**2 + y) =
-    hypot(x, sqrt(y)) for y >= 0; sign(x)**2/x**2 = 1/x**2 for x >= 1e-3, which lets the
-    terms of log(x**2 + y**2) - 2*log(abs(x))'s f_xx cancel over a common denominator)."""
-    return {
-        a: sp.Symbol(a.name, positive=True) if lo > 0 else sp.Symbol(a.name, nonnegative=True)
-        for a, (lo, _) in zip(spec.arg_symbols, spec.domain)
-        if lo >= 0
-    }
-
-
-def _checked_equal(form, exact: sp.Expr, spec: Spec, in_domain: bool = False) -> bool:
-    try:
-        return equals_exact(form, exact, spec, in_domain)
-    except TypeError:
-        return False
 
 
 def choose(
@@ -289,22 +243,27 @@ def _stabilized(derivatives: Derivatives) -> StableForms:
     prepare_references(spec, [p.expr for p in partials], SAMPLES)
     forms = [_explained(spec, p, valid_candidates) for p in partials]
     choices = _chosen_in_order(spec, partials, forms)
+    seed = family_seed(choices, spec.order)
+    if seed:  # the forms that share one exp, chosen together where they cost less
+        again = _chosen_in_order(spec, partials, forms, seed=seed)
+        choices = cheaper(choices, again, spec.order)
     if any(c.promote_float32 for c in choices):
         choices = _chosen_in_order(spec, partials, forms, first_pass=choices)
     return StableForms(spec, choices)
 
 
-def _chosen_in_order(spec: Spec, partials, forms, first_pass=None) -> tuple[Choice, ...]:
-    """Each partial's choice, value first: a form's cost is what it adds to those before.
-    With `first_pass` (the choices made before some order needed float32 computed in
-    float64), each is chosen for an op that computes float32 so (`_promoted_choice`)."""
+def _chosen_in_order(spec: Spec, partials, forms, first_pass=None, seed=()) -> tuple[Choice, ...]:
+    """Each partial's choice, value first: a form's cost is what it adds to those before
+    (and to `seed`, a family's shared work, `joint`). With `first_pass` (the choices made
+    before some order needed float32 computed in float64), each is chosen for an op that
+    computes float32 so (`_promoted_choice`)."""
     choices: list[Choice] = []
     for i, (partial, its_forms) in enumerate(zip(partials, forms)):
         if first_pass is None:
             step, args = choose, (SAMPLES, False, its_forms)
         else:
             step, args = _promoted_choice, (first_pass[i], its_forms)
-        with sharing(tuple(c.chosen.form for c in choices)):
+        with sharing((*seed, *(c.chosen.form for c in choices))):
             choices.append(_explained(spec, partial, step, *args))
     return tuple(choices)
 

@@ -1,0 +1,107 @@
+"""Functions of exp(u) written on each side of u = 0 through one exp(-|u|/2), which never
+overflows.
+
+In: one partial (SymPy) and the spec's args. Out: (label, `Regimes`) candidates on the sign
+of u whose two pieces are rational in the args and h = exp(-|u|/2), over a denominator
+positive for every input, so the regimes are `total`: both pieces compute the same h.
+
+Why: every form of an op that sigmoid, silu, tanh or elu's derivatives reach is rational in
+exp(u). Where u >= 0, exp(u) = 1/E, and where u < 0, exp(u) = E, with E = exp(-|u|) <= 1;
+multiplied out over a common denominator, each piece is a polynomial over one in E, which
+neither overflows nor cancels catastrophically where its terms share a sign. One exp then
+serves the value and every order (issue 16: sigmoid's σ(|x|) = 1/(1 + E),
+σ(-|x|) = E/(1 + E), σ(x)σ(-x) = E/(1 + E)**2). E is written h*h, and each product
+multiplies one h at a time (`products.spread_forms`): x*E at x = -90 is a normal float32
+where E alone is flushed to 0, and x*h*h keeps it.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+from sympy.codegen.cfunctions import expm1
+
+from codegen.front.functions import sigmoid
+from codegen.lower import Regimes
+from codegen.stabilize.candidates import _as_exp, _common_exponent
+from codegen.stabilize.products import spread_forms
+
+MAX_BRANCH_OPS = 400  # a piece longer than this after factoring is no cheaper than the rest
+
+
+def sign_branch_forms(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[str, Regimes]]:
+    """`expr` as regimes on the sign of u, one exp(-|u|/2) for both pieces: factored in E
+    and with its numerator expanded, each with products spread over h."""
+    written = _as_exp(expr).replace(sigmoid, lambda u: 1 / (1 + sp.exp(-u)))
+    common = _common_exponent(written)
+    if common is None:
+        return []
+    u, ratios = common
+    coefficient, split = u.as_coeff_Mul()
+    if split not in args or not coefficient.is_Rational:
+        return []
+    e = sp.Dummy("E", positive=True)
+    below = _piece(written, ratios, e, 1)  # u < 0: exp(u) = E
+    above = _piece(written, ratios, e, -1)  # u >= 0: exp(u) = 1/E
+    if below is None or above is None:
+        return []
+    if coefficient < 0:  # u < 0 is split > 0
+        below, above = above, below
+    out = []
+    for name, shape in (("factored", _factored), ("expanded", _expanded)):
+        pieces = tuple(_in_half_exp(_expm1_of(shape(p, e), e, u), e, u) for p in (below, above))
+        if any(sp.count_ops(p) > MAX_BRANCH_OPS for p in pieces):
+            continue
+        if pieces[0] == pieces[1]:  # sigmoid(x)*sigmoid(-x): one piece, one input clip
+            out.append((f"sign branches {name}", Regimes(split, (), pieces[:1], (), True)))
+        else:
+            out.append((f"sign branches {name}", Regimes(split, (0.0,), pieces, (), True)))
+    return out
+
+
+def _piece(expr: sp.Expr, ratios: dict, e: sp.Dummy, side: int) -> sp.Expr | None:
+    """`expr` with each exp(k*u) as E**(side*k), made one rational function of E; None where
+    an exp is left or it is not rational in E with a denominator positive for E >= 0."""
+    substituted = expr.xreplace({sp.exp(a): e ** (side * k) for a, k in ratios.items()})
+    if substituted.has(sp.exp) or not substituted.is_rational_function(e):
+        return None
+    numerator, denominator = sp.fraction(sp.cancel(sp.together(substituted)))
+    if not _positive_in(denominator, e):
+        return None
+    return numerator / denominator
+
+
+def _positive_in(denominator: sp.Expr, e: sp.Dummy) -> bool:
+    """True if `denominator`, a polynomial in E, has only positive numbers for coefficients
+    and a positive constant term: then it is at least that constant for every E >= 0."""
+    poly = sp.Poly(denominator, e)
+    coefficients = poly.all_coeffs()
+    return coefficients[-1] != 0 and all(c.is_number and c >= 0 for c in coefficients)
+
+
+def _factored(piece: sp.Expr, e: sp.Dummy) -> sp.Expr:
+    return sp.factor(piece, e)
+
+
+def _expanded(piece: sp.Expr, e: sp.Dummy) -> sp.Expr:
+    """The numerator as a polynomial in E with factored coefficients, over the factored
+    denominator."""
+    numerator, denominator = sp.fraction(piece)
+    terms = sp.Poly(numerator, e).terms()
+    expanded = sp.Add(*(sp.factor(c) * e**k for (k,), c in terms))
+    return expanded / sp.factor(denominator)
+
+
+def _expm1_of(piece: sp.Expr, e: sp.Dummy, u: sp.Expr) -> sp.Expr:
+    """`piece` with its factors E - 1 as expm1(-|u|): 1 - E cancels where u is near 0
+    (tanh(|u|/2) = -expm1(-|u|)/(1 + E))."""
+    return piece.xreplace({e - 1: expm1(-sp.Abs(u)), 1 - e: -expm1(-sp.Abs(u))})
+
+
+def _in_half_exp(piece: sp.Expr, e: sp.Dummy, u: sp.Expr) -> sp.Expr:
+    """`piece` with E = h*h, products spread one h at a time, and h = exp(-|u|/2), kept
+    whole: SymPy would write h**2 as a second exp, exp(-|u|)."""
+    h = sp.Dummy("h", positive=True)
+    squared = piece.xreplace({e: h**2})
+    spread = spread_forms(squared)
+    form = spread[0][1] if spread else squared
+    return form.xreplace({h: sp.UnevaluatedExpr(sp.exp(-sp.Abs(u) / 2))})
