@@ -60,9 +60,8 @@ def _silu_value(x):
     """The value of silu.
 
     f = x/(1 + exp(-x))
-    form (sign branches factored+limits at inf): (-inf, 0.0):
-        exp(-Abs(x)/2)*(exp(-Abs(x)/2)*(x*(1 + exp(-Abs(x)/2)**2)**(-1))); [0.0, inf): x*(1 +
-        exp(-Abs(x)/2)**2)**(-1); at inf: oo
+    form (sign branches factored+limits at inf): (-inf, 0.0): h**2*x/(h**2 + 1); [0.0, inf):
+        x/(h**2 + 1); at inf: oo, with h = exp(-Abs(x)/2)
     measured float32 mean 0.16 / p99 1.0 bits, float64 mean 0.17 / p99 1.0 bits
     """
     v0 = torch.clamp(x, min=torch.finfo(x.dtype).min)
@@ -85,10 +84,8 @@ def _silu_d_x(x):
     """f' of silu.
 
     f' = x*exp(-x)/(1 + exp(-x))**2 + 1/(1 + exp(-x))
-    form (sign branches factored): (-inf, 0.0): exp(-Abs(x)/2)*(exp(-Abs(x)/2)*(((x + 1 +
-        exp(-Abs(x)/2)**2)*(1 + exp(-Abs(x)/2)**2)**(-1))*(1 + exp(-Abs(x)/2)**2)**(-1))); [0.0,
-        inf): ((1 + exp(-Abs(x)/2)*(exp(-Abs(x)/2)*(x + 1)))*(1 + exp(-Abs(x)/2)**2)**(-1))*(1 +
-        exp(-Abs(x)/2)**2)**(-1)
+    form (sign branches factored): (-inf, 0.0): h**2*(h**2 + x + 1)/(h**2 + 1)**2; [0.0, inf):
+        (h**2*(x + 1) + 1)/(h**2 + 1)**2, with h = exp(-Abs(x)/2)
     measured float32 mean 0.38 / p99 2.0 bits, float64 mean 0.37 / p99 2.0 bits
     """
     v0 = torch.clamp(x, min=torch.finfo(x.dtype).min)
@@ -120,13 +117,8 @@ def _silu_d_xx(x):
 
     f'' = -x*exp(-x)/(1 + exp(-x))**2 + 2*x*exp(-2*x)/(1 + exp(-x))**3 + 2*exp(-x)/(1 +
         exp(-x))**2
-    form (sign branches expanded): (-inf, 0.0):
-        (((exp(-Abs(x)/2)*(exp(-Abs(x)/2)*(exp(-Abs(x)/2)*(exp(-Abs(x)/2)*(2 - x)))) +
-        exp(-Abs(x)/2)*(exp(-Abs(x)/2)*(x + 2)))*(1 + exp(-Abs(x)/2)**2)**(-1))*(1 +
-        exp(-Abs(x)/2)**2)**(-1))*(1 + exp(-Abs(x)/2)**2)**(-1); [0.0, inf):
-        (((exp(-Abs(x)/2)*(exp(-Abs(x)/2)*(exp(-Abs(x)/2)*(exp(-Abs(x)/2)*(x + 2)))) +
-        exp(-Abs(x)/2)*(exp(-Abs(x)/2)*(2 - x)))*(1 + exp(-Abs(x)/2)**2)**(-1))*(1 +
-        exp(-Abs(x)/2)**2)**(-1))*(1 + exp(-Abs(x)/2)**2)**(-1)
+    form (sign branches expanded): (-inf, 0.0): (h**4*(2 - x) + h**2*(x + 2))/(h**2 + 1)**3;
+        [0.0, inf): (h**4*(x + 2) + h**2*(2 - x))/(h**2 + 1)**3, with h = exp(-Abs(x)/2)
     measured float32 mean 0.48 / p99 2.6 bits, float64 mean 0.58 / p99 2.6 bits
     """
     v0 = torch.clamp(x, min=torch.finfo(x.dtype).min)

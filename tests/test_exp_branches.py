@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
+from codegen.backends.doctext import describe_form
 from codegen.derive import derive
 from codegen.front.spec import parse_spec_text
 from codegen.judge.accuracy import bits_error
@@ -118,3 +119,10 @@ def test_silu_ships_one_exp_for_value_and_both_orders():
     value = stable.choices[0].chosen.form
     got = run(lower([value], {x: "x"}), {"x": np.array([np.inf, -np.inf])}, "float32", "eager")
     assert got[0][0] == np.inf and got[0][1] == 0.0  # the clip to finite floats is undone
+
+
+def test_the_docstring_names_the_shared_exp():
+    form = sign_branch_forms(sp.diff(SILU, x), (x,))[0][1]
+    text = describe_form(form)
+    assert text.endswith(", with h = exp(-Abs(x)/2)")
+    assert "(-inf, 0.0): h**2*(h**2 + x + 1)/(h**2 + 1)**2" in text

@@ -13,6 +13,7 @@ import sympy as sp
 
 from codegen.backends.piecedoc import describe_pieces, smoothness_sentence
 from codegen.front import names
+from codegen.front.rounding import opened
 from codegen.judge import accuracy
 from codegen.lower import Regimes, free_symbols
 from codegen.pieces import Pieces
@@ -32,14 +33,35 @@ def describe_form(form) -> str:
             "inf)",
         ]
         named = free_symbols(form) != {form.arg}  # several args: say what is split
+        half, shown = _half_exp(form)
         pieces = [
             f"{_interval(lo, hi, form.arg if named else None)}: {_piece(f)}"
-            for lo, hi, f in zip(lows, highs, form.forms)
+            for lo, hi, f in zip(lows, highs, shown.forms)
         ]
-        return "; ".join(pieces)
+        where = f", with h = {sp.sstr(half)}" if half is not None else ""
+        return "; ".join(pieces) + where
     if isinstance(form, Pieces):
         return describe_pieces(form, describe_form)
     return sp.sstr(form)
+
+
+def _half_exp(form: Regimes):
+    """(exp(-|u|/2), `form` with it written h) for total regimes (`exp_branches`), whose
+    pieces share it and multiply it out one factor at a time; else (None, `form`)."""
+    if not form.total:
+        return None, form
+    shared = {
+        guard
+        for piece in form.forms
+        for guard in piece.atoms(sp.UnevaluatedExpr)
+        if guard.args[0].func is sp.exp
+    }
+    if len(shared) != 1:
+        return None, form
+    (guard,) = shared
+    h = sp.Symbol("h", positive=True)
+    pieces = tuple(opened(piece.xreplace({guard: h})) for piece in form.forms)
+    return guard.args[0], Regimes(form.arg, form.bounds, pieces, form.closed, form.total)
 
 
 def _piece(form) -> str:
