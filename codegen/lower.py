@@ -7,15 +7,14 @@ NumPy to measure a form exactly as TensorFlow will compute it; `emit` prints
 the same Program as TensorFlow code. One lowering, two readers: what is
 measured is what is shipped.
 
-Regimes are lowered as a NaN-safe select: each branch gets its input clipped
-to the interval it owns, so no branch sees a point where it may overflow or
-divide by zero, and no gradient of a branch not taken can turn into NaN.
+Regimes are lowered as a NaN-safe select (`regimes_form`): each branch gets its
+input clipped to the interval it owns, so no branch sees a point where it may
+overflow or divide by zero, and no gradient of a branch not taken can turn into NaN.
 """
 
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import dataclass
 
 import sympy as sp
@@ -32,68 +31,12 @@ from codegen.composites import (
 from codegen.front.functions import by_class, hypot
 from codegen.front.rounding import exponent_head, opened
 from codegen.gamma_lowering import lower_gamma_difference
-from codegen.pieces import Pieces, free_symbols_of, lower_pieces, lowering_for_values_only
+from codegen.pieces import Pieces, lower_pieces, lowering_for_values_only
+from codegen.regimes_form import Regimes as Regimes  # re-exported: stages import it from here
+from codegen.regimes_form import free_symbols as free_symbols
+from codegen.regimes_form import lower_regimes
 
 LOWERED_CACHE_SIZE = 8192  # programs kept (`lower_each`); a build lowers a few hundred forms
-
-
-@dataclass(frozen=True)
-class Regimes:
-    """A piecewise form over one arg: `forms[i]` owns [bounds[i-1], bounds[i]).
-
-    `closed[i]` makes bound i belong to the piece below: (.., bounds[i]]. hogen uses it for a
-    split just above 0, where no positive threshold is representable in every dtype.
-
-    `arg` may also be a product of args (x*y): the pieces then get their inputs unclipped,
-    since no interval of x*y bounds x or y.
-
-    `total` says every piece is finite, with finite derivatives, at every finite input
-    (`stabilize.exp_branches`: rational in x and exp(-|x|/2), over a positive denominator).
-    Its pieces then share one input, clipped into the finite floats only, also where no
-    gradient flows: every form of the op and the last order's, which autodiff differentiates,
-    then compute one exp(-|x|/2). A clip into each piece's own interval would compute it per
-    piece. The values at ±inf are pieces of their own (`stabilize.limits`).
-    """
-
-    arg: sp.Expr  # a Symbol, or a monomial in several (`stabilize.split_on`)
-    bounds: tuple[float, ...]
-    forms: tuple[sp.Expr, ...]
-    closed: tuple[bool, ...] = ()
-    total: bool = False
-
-    def is_closed(self, i: int) -> bool:
-        return i < len(self.closed) and self.closed[i]
-
-    def with_outer(self, below=None, above=None) -> Regimes:
-        """These pieces and one more below the first bound and/or above the last, each given
-        as (bound, whether the bound belongs to the piece below it, form)."""
-        bounds, forms = list(self.bounds), list(self.forms)
-        closed = [self.is_closed(i) for i in range(len(bounds))]
-        if below is not None:
-            bound, is_closed, form = below
-            bounds, forms, closed = [bound, *bounds], [form, *forms], [is_closed, *closed]
-        if above is not None:
-            bound, is_closed, form = above
-            bounds, forms, closed = [*bounds, bound], [*forms, form], [*closed, is_closed]
-        return Regimes(self.arg, tuple(bounds), tuple(forms), tuple(closed), self.total)
-
-    def piece_at(self, value: float) -> sp.Expr:
-        """The form that owns `value`."""
-        return self.forms[self.index_at(value)]
-
-    def index_at(self, value: float) -> int:
-        """The index of the piece that owns `value`."""
-        for i, bound in enumerate(self.bounds):
-            if value < bound or (value == bound and self.is_closed(i)):
-                return i
-        return len(self.forms) - 1
-
-
-def clips_to_finite(form) -> bool:
-    """True if `form` holds total regimes, whose input is clipped into the finite floats."""
-    if isinstance(form, Regimes):
-        return form.total or any(clips_to_finite(f) for f in form.forms)
-    return False
 
 
 @dataclass(frozen=True)
@@ -117,6 +60,7 @@ class _Builder:
         self.unclipped = unclipped  # inputs no gradient flows through: branches need no clip
         self.steps: list[Step] = []
         self.memo: dict[tuple, str] = {}
+        self.ops: dict[str, str] = {}
 
     def emit(self, op: str, *operands: str | float) -> str:
         key = (op, *operands)
@@ -124,7 +68,12 @@ class _Builder:
             target = f"{self.prefix}{len(self.steps)}"
             self.steps.append(Step(target, op, tuple(operands)))
             self.memo[key] = target
+            self.ops[target] = op
         return self.memo[key]
+
+    def op_of(self, value: str | float) -> str | None:
+        """The op of the step that computed `value` (None for inputs and constants)."""
+        return self.ops.get(value) if isinstance(value, str) else None
 
 
 def _const(value: sp.Expr) -> float:
@@ -135,6 +84,14 @@ def _const(value: sp.Expr) -> float:
 
 
 def _lower_pow(b: _Builder, base: str | float, exp: sp.Expr) -> str | float:
+    if exp.is_Integer and 2 <= exp <= 4 and b.op_of(base) == "exp":
+        # XLA's simplifier turns exp(a)*exp(a) into exp(a + a), a second exp (and a second
+        # pass over memory); max(h, 0), h itself for h = exp(a), hides the pair from it
+        factor = b.emit("maximum", base, 0.0)
+        out = base
+        for _ in range(int(exp) - 1):
+            out = b.emit("mul", out, factor)
+        return out
     if exp == 2:
         return b.emit("square", base)
     if exp == sp.Rational(1, 2):
@@ -195,66 +152,9 @@ def _lower_add(b: _Builder, expr: sp.Add, env) -> str | float:
     return out
 
 
-def _lower_regimes(b: _Builder, regimes: Regimes, env) -> str | float:
-    """Selects over the pieces; NaN falls through to the last piece that varies with the
-    split arg (or else the last that is not a constant).
-
-    Pieces below the fall-through are chosen by `x < bound`, pieces above it by
-    `x >= bound`: both false for NaN, so NaN reaches a form that keeps it, and constant
-    pieces need no op of their own (a scalar in the select).
-    """
-    on_arg = isinstance(regimes.arg, sp.Symbol)  # else an expression of several args
-    x = env[regimes.arg] if on_arg else _lower(b, regimes.arg, env)
-    split = regimes.arg.free_symbols
-    lows = (float("-inf"), *regimes.bounds)
-    highs = (*regimes.bounds, float("inf"))
-    values = []
-    for i, (form, low, high) in enumerate(zip(regimes.forms, lows, highs)):
-        if on_arg and regimes.total and regimes.arg in free_symbols(form):
-            clipped = _clipped(b, x, -math.inf, math.inf, True, True)  # shared by every piece
-            values.append(_lower(b, form, {**env, regimes.arg: clipped}))
-        elif on_arg and regimes.arg in free_symbols(form) and x not in b.unclipped:
-            no_neg_inf = i > 0 and low == -math.inf  # a piece below owns -inf alone
-            no_pos_inf = i < len(regimes.forms) - 1 and high == math.inf
-            clipped = _clipped(b, x, low, high, no_neg_inf, no_pos_inf)
-            values.append(_lower(b, form, {**env, regimes.arg: clipped}))
-        else:
-            values.append(_lower(b, form, env))
-    varying = [i for i, value in enumerate(values) if not isinstance(value, float)]
-    own = [i for i in varying if split & free_symbols(regimes.forms[i])]
-    # NaN falls through to a piece of the split arg (a limit at inf free of it would drop it)
-    fall = (own or varying or [len(values) - 1])[-1]
-    out = values[fall]
-    if isinstance(out, float):  # every piece constant: sign(x) * 0 + c keeps NaN
-        out = b.emit("fill_like", x, out)
-    for j in range(fall + 1, len(values)):
-        op = "where_greater" if regimes.is_closed(j - 1) else "where_greater_equal"
-        out = b.emit(op, x, regimes.bounds[j - 1], values[j], out)
-    for i in reversed(range(fall)):
-        op = "where_less_equal" if regimes.is_closed(i) else "where_less"
-        out = b.emit(op, x, regimes.bounds[i], values[i], out)
-    return out
-
-
-def _clipped(b: _Builder, x: str, low: float, high: float, no_neg_inf: bool, no_pos_inf: bool):
-    """`x` clipped into a piece's interval, so a branch not taken has a finite backward pass.
-
-    Where a neighbouring piece holds -inf or inf alone (a limit), this piece is clipped into
-    the finite floats on that side: its form there is discarded by the select, but its
-    gradient would be NaN.
-    """
-    if no_neg_inf:
-        x = b.emit("no_neg_inf", x)
-    if no_pos_inf:
-        x = b.emit("no_pos_inf", x)
-    if math.isinf(low) and math.isinf(high):
-        return x
-    return b.emit("clip", x, low, high)
-
-
 def _lower(b: _Builder, expr, env) -> str | float:
     if isinstance(expr, Regimes):
-        return _lower_regimes(b, expr, env)
+        return lower_regimes(b, expr, env, _lower)
     if isinstance(expr, (Pieces, sp.Piecewise)):
         pieces = expr if isinstance(expr, Pieces) else Pieces.of(expr)
         return lower_pieces(b, pieces, env, _lower)
@@ -407,12 +307,3 @@ def op_count(expr) -> int:
     """How many TensorFlow ops a form costs once lowered."""
     symbols = sorted(free_symbols(expr), key=str)
     return len(lower([expr], {s: s.name for s in symbols}).steps)
-
-
-def free_symbols(expr) -> set:
-    """The symbols of a form; a Regimes' own arg and its pieces' (pieces may be Regimes)."""
-    if isinstance(expr, Regimes):
-        return set(expr.arg.free_symbols).union(*(free_symbols(form) for form in expr.forms))
-    if isinstance(expr, Pieces):
-        return free_symbols_of(expr, free_symbols)
-    return expr.free_symbols

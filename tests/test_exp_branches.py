@@ -126,3 +126,15 @@ def test_the_docstring_names_the_shared_exp():
     text = describe_form(form)
     assert text.endswith(", with h = exp(-Abs(x)/2)")
     assert "(-inf, 0.0): h**2*(h**2 + x + 1)/(h**2 + 1)**2" in text
+
+
+def test_a_squared_exp_is_not_left_for_xla_to_make_a_second_exp():
+    """XLA's simplifier turns exp(a)*exp(a) into exp(a + a); the lowering multiplies h by
+    max(h, 0), which is h, so one exp serves (silu's optimized HLO: 2 exps before, 1 after)."""
+    h = sp.exp(-sp.Abs(x) / 2)
+    program = lower([x / (1 + sp.UnevaluatedExpr(h) ** 2)], {x: "x"})
+    ops = [step.op for step in program.steps]
+    assert ops.count("exp") == 1 and "square" not in ops and "maximum" in ops
+    points = np.array([-3.0, 0.0, 2.5, 80.0])
+    got = run(program, {"x": points}, "float64", "eager")[0]
+    assert np.allclose(got, points / (1 + np.exp(-np.abs(points))), rtol=1e-15, atol=0)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from codegen.judge import accuracy
-from codegen.lower import clips_to_finite
+from codegen.regimes_form import clips_to_finite
 from codegen.stabilize.cost import cost
 
 STEPS_PER_TRANSCENDENTAL = 10  # what one more exp is worth in steps under XLA, measured:

@@ -25,7 +25,8 @@ import sympy as sp
 
 from codegen.front.functions import sigmoid, softplus
 from codegen.judge import accuracy
-from codegen.lower import Regimes, clips_to_finite
+from codegen.lower import Regimes
+from codegen.regimes_form import clips_to_finite
 from codegen.timebound import SymPyTimeout, budgeted_limit
 
 LIMIT_SECONDS = 2.0  # of work (`timebound`): lbeta's longest limit is 17344 SymPy objects
