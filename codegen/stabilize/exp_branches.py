@@ -20,18 +20,21 @@ from __future__ import annotations
 import sympy as sp
 from sympy.codegen.cfunctions import expm1
 
-from codegen.front.functions import sigmoid
+from codegen.front.functions import sigmoid, softplus
 from codegen.lower import Regimes
 from codegen.stabilize.candidates import _as_exp, _common_exponent
 from codegen.stabilize.products import spread_forms
 
+MAX_MUL_POWER = 4  # h**k above it by squares: the lowering multiplies out powers up to the 4th
+# and calls pow, a transcendental, for h**6
 MAX_BRANCH_OPS = 400  # a piece longer than this after factoring is no cheaper than the rest
 
 
 def sign_branch_forms(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[str, Regimes]]:
     """`expr` as regimes on the sign of u, one exp(-|u|/2) for both pieces: factored in E
     and with its numerator expanded, each with products spread over h."""
-    written = _as_exp(expr).replace(sigmoid, lambda u: 1 / (1 + sp.exp(-u)))
+    with_logs = expr.replace(softplus, lambda u: sp.log(1 + sp.exp(u)))  # tanh(softplus(x))
+    written = _as_exp(with_logs).replace(sigmoid, lambda u: 1 / (1 + sp.exp(-u)))
     common = _common_exponent(written)
     if common is None:
         return []
@@ -97,6 +100,13 @@ def _expm1_of(piece: sp.Expr, e: sp.Dummy, u: sp.Expr) -> sp.Expr:
     return piece.xreplace({e - 1: expm1(-sp.Abs(u)), 1 - e: -expm1(-sp.Abs(u))})
 
 
+def _by_squares(h: sp.Expr, k: int) -> sp.Expr:
+    """h**k as squares of lower powers, (h**(k//2))**2 * h**(k%2), each kept whole."""
+    if k <= MAX_MUL_POWER:
+        return h**k
+    return sp.UnevaluatedExpr(_by_squares(h, k // 2)) ** 2 * h ** (k % 2)
+
+
 def _in_half_exp(piece: sp.Expr, e: sp.Dummy, u: sp.Expr) -> sp.Expr:
     """`piece` with E = h*h, products spread one h at a time, and h = exp(-|u|/2), kept
     whole: SymPy would write h**2 as a second exp, exp(-|u|)."""
@@ -104,4 +114,8 @@ def _in_half_exp(piece: sp.Expr, e: sp.Dummy, u: sp.Expr) -> sp.Expr:
     squared = piece.xreplace({e: h**2})
     spread = spread_forms(squared)
     form = spread[0][1] if spread else squared
+    form = form.replace(
+        lambda n: n.is_Pow and n.base == h and n.exp.is_Integer and n.exp > MAX_MUL_POWER,
+        lambda n: _by_squares(h, int(n.exp)),
+    )
     return form.xreplace({h: sp.UnevaluatedExpr(sp.exp(-sp.Abs(u) / 2))})
