@@ -3,7 +3,7 @@
 Each spec exercises one mechanism: forms in x - y (logaddexp), the hypot rule and
 bounded ratios (hypot), series joined by regimes near a removable singularity
 (exprel), a zero piece where a derivative underflows (gelu f''), a form of float32's own
-where no one form serves both dtypes (silu f''), and computing float32 in float64 where no
+where no one form serves both dtypes (gelu f''), and computing float32 in float64 where no
 float32 form keeps the promise (lbeta; log_ndtr was until session 18). The assertion is
 always the promise itself (mean, p99, failures against ball arithmetic), plus the
 structural fact that the mechanism was what kept it.
@@ -113,17 +113,27 @@ def test_gelu_second_derivative_has_a_zero_piece_where_it_underflows(gelu):
     assert sp.S.Zero in second.chosen.form.forms
 
 
-def test_silu_float32_has_a_form_of_its_own(silu):
-    """sigmoid(-x) is subnormal in float32 near x = 90 (flushed to 0) and fine in float64:
-    float32 gets pieces there that float64 does not need."""
-    assert not silu.promote_float32
-    second = silu.choices[2]
+def test_gelu_float32_has_a_form_of_its_own(gelu):
+    """gelu's f'': the form float64 ships breaks float32's promise, and float32 gets a form
+    of its own that keeps it (silu's f'' was the example until its sign branches served
+    both dtypes)."""
+    assert not gelu.promote_float32
+    second = gelu.choices[2]
     own = second.float32_form
     assert own is not None and own.form != second.chosen.form
     assert own.figures[0].keeps_promise(), "float32's own form keeps float32's promise"
     assert not second.chosen.figures[0].keeps_promise(), "float64's form alone breaks float32"
     assert second.chosen.figures[1].keeps_promise()
     assert second.keeps_promise()
+
+
+def test_silu_needs_no_form_of_its_own(silu):
+    """silu's sign branches in one exp(-|x|/2) keep the promise in both dtypes, where
+    sigmoid(-x) flushed to 0 near x = 90 once made float32 need pieces of its own."""
+    assert not silu.promote_float32
+    for choice in silu.choices:
+        assert choice.float32_form is None, choice.index
+        assert choice.keeps_promise(), choice.index
 
 
 def test_lbeta_float32_is_computed_in_float64(lbeta):
