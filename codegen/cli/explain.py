@@ -13,7 +13,7 @@ from codegen.derive import derive
 from codegen.front.spec import Spec
 from codegen.judge import accuracy
 from codegen.stabilize import Candidate, stabilize
-from codegen.stabilize.cost import cost
+from codegen.stabilize.joint import order_cost
 
 
 def _figures(candidate: Candidate) -> str:
@@ -57,15 +57,10 @@ def _cost_lines(forms) -> list[str]:
     dtype's forms (issue 16: what costs under XLA)."""
     out = ["cost per element, value and derivatives up to each order, shared steps once:"]
     for dtype in accuracy.DTYPES:
-        own = [
-            (c.float32_form or c.chosen) if dtype == "float32" else c.chosen for c in forms.choices
-        ]
         promoted = dtype == "float32" and forms.promote_float32
         top = forms.spec.order
         for order in range(top + 1):
-            orders = [(c.form, sum(choice.index)) for c, choice in zip(own, forms.choices)]
-            stopped = [form for form, k in orders if k <= order and k < top]
-            total = cost(stopped, [form for form, k in orders if k <= order and k == top])
+            total = order_cost(forms.choices, dtype, order, top)
             where = " (computed in float64)" if promoted else ""
             out.append(
                 f"  {dtype} order {order}: {total.transcendentals} transcendentals, "

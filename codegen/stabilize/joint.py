@@ -54,19 +54,26 @@ def weighted_cost(choices, top: int) -> float:
     return transcendentals + steps / STEPS_PER_TRANSCENDENTAL
 
 
+def shipped_forms(choices, dtype: str) -> list[tuple[object, int]]:
+    """(form, order) of each partial as the op ships it for `dtype` (float32's own form
+    where it has one)."""
+    own = [(c.float32_form or c.chosen) if dtype == "float32" else c.chosen for c in choices]
+    return [(c.form, sum(choice.index)) for c, choice in zip(own, choices)]
+
+
+def order_cost(choices, dtype: str, order: int, top: int):
+    """`cost.Cost` of the value and the orders up to `order` in `dtype`, the last custom
+    order `top` differentiated by autodiff, as `hogen explain` prints it."""
+    orders = shipped_forms(choices, dtype)
+    stopped = [form for form, k in orders if k <= order and k < top]
+    return cost(stopped, [form for form, k in orders if k <= order and k == top])
+
+
 def shipped_cost(choices, top: int) -> tuple[int, int]:
     """(transcendentals, steps) per element of the value and every order, summed over the
     dtypes' shipped forms, as `hogen explain` counts the whole op."""
-    transcendentals = steps = 0
-    for dtype in accuracy.DTYPES:
-        own = [(c.float32_form or c.chosen) if dtype == "float32" else c.chosen for c in choices]
-        orders = [(c.form, sum(choice.index)) for c, choice in zip(own, choices)]
-        total = cost(
-            [form for form, k in orders if k < top], [form for form, k in orders if k == top]
-        )
-        transcendentals += total.transcendentals
-        steps += total.steps
-    return transcendentals, steps
+    totals = [order_cost(choices, dtype, top, top) for dtype in accuracy.DTYPES]
+    return sum(t.transcendentals for t in totals), sum(t.steps for t in totals)
 
 
 def cheaper(first, again, top: int):
