@@ -304,31 +304,74 @@ def _gelu_d_xx(x):
         -sign(x**2 - 2)*sqrt(2)*exp(-square_head(x, 64)**2/2)*Abs(x**2 - 2)/(2*sqrt(pi))*exp(-(x
         - square_head(x, 64))*(x + square_head(x, 64))/2); [37.6, 37.825): -sign(x**2 -
         2)*exp(-x**2/2 + log(Abs(x**2 - 2)) + log(sqrt(2)/(2*sqrt(pi)))); [37.825, inf): 0
-    float32 form (sympy+absorb exp+limits at inf): at -inf: 0; (-inf, inf):
-        -sign(x)**2*exp(-x**2/2 + 2*log(Abs(x)) + log(sqrt(2)/(2*sqrt(pi)))) +
-        sqrt(2)*exp(-x**2/2)/sqrt(pi); at inf: 0
-    measured float32 mean 0.32 / p99 4.3 bits, float64 mean 0.30 / p99 1.6 bits
+    float32 form (regimes frugal(series zero | factor+absorb exp | series +inf times exp<2> |
+        factor+absorb exp | series term<0>)): (-inf, -1.8446744073709552e+19): 0;
+        [-1.8446744073709552e+19, 13.7): -sign(x**2 - 2)*exp(-x**2/2 + log(Abs(x**2 - 2)) +
+        log(sqrt(2)/(2*sqrt(pi)))); [13.7, 37.41937637): x**2*(exp(-square_head(x,
+        64)**2/2)*exp(-(x - square_head(x, 64))*(x + square_head(x,
+        64))/2))*(-sqrt(2)/(2*sqrt(pi)) + sqrt(2)*(1/x)**2/sqrt(pi)); [37.41937637, 37.825):
+        -sign(x**2 - 2)*exp(-x**2/2 + log(Abs(x**2 - 2)) + log(sqrt(2)/(2*sqrt(pi)))); [37.825,
+        inf): sqrt(2)*exp(-x**2/2)/sqrt(pi)
+    measured float32 mean 0.22 / p99 4.0 bits, float64 mean 0.30 / p99 1.6 bits
     """
     if x.dtype == tf.float32:
-        v0 = tf.math.maximum(x, x.dtype.min)
-        v1 = tf.math.minimum(v0, v0.dtype.max)
-        v2 = tf.math.square(v1)
-        v3 = tf.math.multiply(v2, 0.5)
-        v4 = tf.math.negative(v3)
-        v5 = tf.math.exp(v4)
-        v6 = tf.math.multiply(v5, 0.7978845608028654)
-        v7 = tf.math.sign(v1)
-        v8 = tf.math.square(v7)
-        v9 = tf.math.abs(v1)
-        v10 = tf.math.log(v9)
-        v11 = tf.math.multiply(v10, 2.0)
-        v12 = tf.math.add(v11, -0.9189385332046728)
-        v13 = tf.math.subtract(v12, v3)
-        v14 = tf.math.exp(v13)
-        v15 = tf.math.multiply(v8, v14)
-        v16 = tf.math.subtract(v6, v15)
-        v17 = tf.where(tf.math.greater_equal(x, float("inf")), tf.constant(0.0, x.dtype), v16)
-        d_xx = tf.where(tf.math.less_equal(x, float("-inf")), tf.constant(0.0, x.dtype), v17)
+        v0 = tf.clip_by_value(x, -1.8446744073709552e+19, 13.7)
+        v1 = tf.math.square(v0)
+        v2 = tf.math.subtract(v1, 2.0)
+        v3 = tf.math.sign(v2)
+        v4 = tf.math.abs(v2)
+        v5 = tf.math.log(v4)
+        v6 = tf.math.add(v5, -0.9189385332046728)
+        v7 = tf.math.multiply(v1, 0.5)
+        v8 = tf.math.subtract(v6, v7)
+        v9 = tf.math.exp(v8)
+        v10 = tf.math.multiply(v3, v9)
+        v11 = tf.math.negative(v10)
+        v12 = tf.clip_by_value(x, 13.7, 37.41937637)
+        v13 = tf.math.square(v12)
+        v14 = tf.clip_by_value(v12, -64.0, 64.0)
+        v15 = tf.math.multiply(v14, 256.0)
+        v16 = tf.math.round(v15)
+        v17 = tf.math.multiply(v16, 0.00390625)
+        v18 = tf.math.square(v17)
+        v19 = tf.math.multiply(v18, 0.5)
+        v20 = tf.math.negative(v19)
+        v21 = tf.math.exp(v20)
+        v22 = tf.math.subtract(v12, v17)
+        v23 = tf.math.multiply(v22, 0.5)
+        v24 = tf.math.add(v12, v17)
+        v25 = tf.math.multiply(v23, v24)
+        v26 = tf.math.negative(v25)
+        v27 = tf.math.exp(v26)
+        v28 = tf.math.multiply(v21, v27)
+        v29 = tf.math.multiply(v13, v28)
+        v30 = -1.0 / tf.math.negative(v12)
+        v31 = tf.math.square(v30)
+        v32 = tf.math.multiply(v31, 0.7978845608028654)
+        v33 = tf.math.subtract(v32, 0.3989422804014327)
+        v34 = tf.math.multiply(v29, v33)
+        v35 = tf.clip_by_value(x, 37.41937637, 37.825)
+        v36 = tf.math.square(v35)
+        v37 = tf.math.subtract(v36, 2.0)
+        v38 = tf.math.sign(v37)
+        v39 = tf.math.abs(v37)
+        v40 = tf.math.log(v39)
+        v41 = tf.math.add(v40, -0.9189385332046728)
+        v42 = tf.math.multiply(v36, 0.5)
+        v43 = tf.math.subtract(v41, v42)
+        v44 = tf.math.exp(v43)
+        v45 = tf.math.multiply(v38, v44)
+        v46 = tf.math.negative(v45)
+        v47 = tf.math.maximum(x, 37.825)
+        v48 = tf.math.square(v47)
+        v49 = tf.math.multiply(v48, 0.5)
+        v50 = tf.math.negative(v49)
+        v51 = tf.math.exp(v50)
+        v52 = tf.math.multiply(v51, 0.7978845608028654)
+        v53 = tf.where(tf.math.less(x, 37.825), v46, v52)
+        v54 = tf.where(tf.math.less(x, 37.41937637), v34, v53)
+        v55 = tf.where(tf.math.less(x, 13.7), v11, v54)
+        d_xx = tf.where(tf.math.less(x, -1.8446744073709552e+19), tf.constant(0.0, x.dtype), v55)
         return d_xx
     v0 = tf.clip_by_value(x, -1.3407807929942597e+154, -37.434)
     v1 = tf.math.square(v0)

@@ -264,31 +264,74 @@ def _gelu_d_xx(x):
         -sign(x**2 - 2)*sqrt(2)*exp(-square_head(x, 64)**2/2)*Abs(x**2 - 2)/(2*sqrt(pi))*exp(-(x
         - square_head(x, 64))*(x + square_head(x, 64))/2); [37.6, 37.825): -sign(x**2 -
         2)*exp(-x**2/2 + log(Abs(x**2 - 2)) + log(sqrt(2)/(2*sqrt(pi)))); [37.825, inf): 0
-    float32 form (sympy+absorb exp+limits at inf): at -inf: 0; (-inf, inf):
-        -sign(x)**2*exp(-x**2/2 + 2*log(Abs(x)) + log(sqrt(2)/(2*sqrt(pi)))) +
-        sqrt(2)*exp(-x**2/2)/sqrt(pi); at inf: 0
-    measured float32 mean 0.32 / p99 4.3 bits, float64 mean 0.30 / p99 1.6 bits
+    float32 form (regimes frugal(series zero | factor+absorb exp | series +inf times exp<2> |
+        factor+absorb exp | series term<0>)): (-inf, -1.8446744073709552e+19): 0;
+        [-1.8446744073709552e+19, 13.7): -sign(x**2 - 2)*exp(-x**2/2 + log(Abs(x**2 - 2)) +
+        log(sqrt(2)/(2*sqrt(pi)))); [13.7, 37.41937637): x**2*(exp(-square_head(x,
+        64)**2/2)*exp(-(x - square_head(x, 64))*(x + square_head(x,
+        64))/2))*(-sqrt(2)/(2*sqrt(pi)) + sqrt(2)*(1/x)**2/sqrt(pi)); [37.41937637, 37.825):
+        -sign(x**2 - 2)*exp(-x**2/2 + log(Abs(x**2 - 2)) + log(sqrt(2)/(2*sqrt(pi)))); [37.825,
+        inf): sqrt(2)*exp(-x**2/2)/sqrt(pi)
+    measured float32 mean 0.22 / p99 4.0 bits, float64 mean 0.30 / p99 1.6 bits
     """
     if x.dtype == jnp.float32:
-        v0 = jnp.maximum(x, jnp.finfo(x.dtype).min)
-        v1 = jnp.minimum(v0, jnp.finfo(v0.dtype).max)
-        v2 = jnp.square(v1)
-        v3 = jnp.multiply(v2, 0.5)
-        v4 = jnp.negative(v3)
-        v5 = jnp.exp(v4)
-        v6 = jnp.multiply(v5, 0.7978845608028654)
-        v7 = jnp.sign(v1)
-        v8 = jnp.square(v7)
-        v9 = jnp.abs(v1)
-        v10 = jnp.log(v9)
-        v11 = jnp.multiply(v10, 2.0)
-        v12 = jnp.add(v11, -0.9189385332046728)
-        v13 = jnp.subtract(v12, v3)
-        v14 = jnp.exp(v13)
-        v15 = jnp.multiply(v8, v14)
-        v16 = jnp.subtract(v6, v15)
-        v17 = jnp.where(x >= float("inf"), 0.0, v16)
-        d_xx = jnp.where(x <= float("-inf"), 0.0, v17)
+        v0 = jnp.clip(x, -1.8446744073709552e+19, 13.7)
+        v1 = jnp.square(v0)
+        v2 = jnp.subtract(v1, 2.0)
+        v3 = jnp.sign(v2)
+        v4 = jnp.abs(v2)
+        v5 = jnp.log(v4)
+        v6 = jnp.add(v5, -0.9189385332046728)
+        v7 = jnp.multiply(v1, 0.5)
+        v8 = jnp.subtract(v6, v7)
+        v9 = jnp.exp(v8)
+        v10 = jnp.multiply(v3, v9)
+        v11 = jnp.negative(v10)
+        v12 = jnp.clip(x, 13.7, 37.41937637)
+        v13 = jnp.square(v12)
+        v14 = jnp.clip(v12, -64.0, 64.0)
+        v15 = jnp.multiply(v14, 256.0)
+        v16 = jnp.round(v15)
+        v17 = jnp.multiply(v16, 0.00390625)
+        v18 = jnp.square(v17)
+        v19 = jnp.multiply(v18, 0.5)
+        v20 = jnp.negative(v19)
+        v21 = jnp.exp(v20)
+        v22 = jnp.subtract(v12, v17)
+        v23 = jnp.multiply(v22, 0.5)
+        v24 = jnp.add(v12, v17)
+        v25 = jnp.multiply(v23, v24)
+        v26 = jnp.negative(v25)
+        v27 = jnp.exp(v26)
+        v28 = jnp.multiply(v21, v27)
+        v29 = jnp.multiply(v13, v28)
+        v30 = 1.0 / v12
+        v31 = jnp.square(v30)
+        v32 = jnp.multiply(v31, 0.7978845608028654)
+        v33 = jnp.subtract(v32, 0.3989422804014327)
+        v34 = jnp.multiply(v29, v33)
+        v35 = jnp.clip(x, 37.41937637, 37.825)
+        v36 = jnp.square(v35)
+        v37 = jnp.subtract(v36, 2.0)
+        v38 = jnp.sign(v37)
+        v39 = jnp.abs(v37)
+        v40 = jnp.log(v39)
+        v41 = jnp.add(v40, -0.9189385332046728)
+        v42 = jnp.multiply(v36, 0.5)
+        v43 = jnp.subtract(v41, v42)
+        v44 = jnp.exp(v43)
+        v45 = jnp.multiply(v38, v44)
+        v46 = jnp.negative(v45)
+        v47 = jnp.maximum(x, 37.825)
+        v48 = jnp.square(v47)
+        v49 = jnp.multiply(v48, 0.5)
+        v50 = jnp.negative(v49)
+        v51 = jnp.exp(v50)
+        v52 = jnp.multiply(v51, 0.7978845608028654)
+        v53 = jnp.where(x < 37.825, v46, v52)
+        v54 = jnp.where(x < 37.41937637, v34, v53)
+        v55 = jnp.where(x < 13.7, v11, v54)
+        d_xx = jnp.where(x < -1.8446744073709552e+19, 0.0, v55)
         return d_xx
     v0 = jnp.clip(x, -1.3407807929942597e+154, -37.434)
     v1 = jnp.square(v0)

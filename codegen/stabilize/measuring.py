@@ -37,6 +37,7 @@ class Candidate:
     ops: int
     blowups: int = 0  # points returning NaN/inf where the exact value is finite (even 0)
     bad_points: int = 0  # points more than P99_LIMIT bits off, inside the p99 or not
+    bad_in: tuple[int, ...] = ()  # the same, per dtype of accuracy.DTYPES
     transcendentals: int = 0  # exp, log, ... it adds to the op's chosen forms (cost.sharing)
 
     def keeps_promise(self) -> bool:
@@ -209,13 +210,14 @@ def as_shipped(form, spec: Spec, samples: Samples, promoted: bool) -> dict[str, 
 
 def measured(label: str, form, spec: Spec, samples: Samples, promoted: bool = False):
     """(the `Candidate`, its error in bits per point for each dtype)."""
-    figures, blowups, bad, bits = [], 0, 0, {}
+    figures, blowups, bad, bits = [], 0, [], {}
     for d, approx in as_shipped(form, spec, samples, promoted).items():
         figures.append(accuracy.figures(approx, samples.exact[d], d))
         blowups += int(np.sum(np.isfinite(samples.exact[d]) & ~np.isfinite(approx)))
         bits[d] = accuracy.bits_error(approx, samples.exact[d], d)
-        bad += int(np.sum(np.nan_to_num(bits[d]) > accuracy.P99_LIMIT))
-    candidate = Candidate(label, form, tuple(figures), op_count(form), blowups, bad)
+        bad.append(int(np.sum(np.nan_to_num(bits[d]) > accuracy.P99_LIMIT)))
+    ops = op_count(form)
+    candidate = Candidate(label, form, tuple(figures), ops, blowups, sum(bad), tuple(bad))
     if any(candidate.roomy_in(i) for i in range(len(figures))):  # only there it ranks
         candidate = replace(candidate, transcendentals=added_transcendentals(form))
     return candidate, bits
