@@ -14,9 +14,8 @@ import pytest
 
 from codegen.derive import derive
 from codegen.front.spec import parse_spec_text
-from codegen.judge import VERIFY_SEED, accuracy
 from codegen.stabilize import stabilize
-from codegen.stabilize.measuring import Samples, measure, param_values
+from codegen.stabilize.measuring import measure, verify_samples
 
 SPEC = """
 name: expm1_xy_over_y
@@ -32,18 +31,9 @@ def forms():
     return stabilize(derive(parse_spec_text(SPEC, "expm1_xy_over_y.yaml")))
 
 
-def _verify_samples(spec) -> Samples:
-    expr = derive(spec).partials[0].expr.subs(param_values(spec))
-    points, exact = {}, {}
-    for dtype in accuracy.DTYPES:
-        points[dtype] = accuracy.sample_points(spec.domain, dtype, 2000, VERIFY_SEED)
-        exact[dtype] = accuracy.reference(expr, spec.arg_symbols, points[dtype], dtype)
-    return Samples(points, exact)
-
-
 def test_value_keeps_the_promise_at_verify_points(forms):
     value = forms.choices[0]
-    samples = _verify_samples(forms.spec)
+    samples = verify_samples(forms.spec, value.exact)
     float64 = measure("shipped", value.chosen.form, forms.spec, samples)
     own = value.float32_form.form if value.float32_form is not None else value.chosen.form
     float32 = measure("shipped", own, forms.spec, samples)

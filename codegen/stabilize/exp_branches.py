@@ -2,8 +2,10 @@
 overflows.
 
 In: one partial (SymPy) and the spec's args. Out: (label, `Regimes`) candidates on the sign
-of u whose two pieces are rational in the args and h = exp(-|u|/2), over a denominator
-positive for every input, so the regimes are `total`: both pieces compute the same h.
+of u whose two pieces are rational in the args and h = exp(-|u|/2). Over a denominator
+positive for every input the regimes are `total`: both pieces compute the same h. Over one
+with a power of expm1(-|u|), the pieces have a pole at u = 0 only, and the regimes are not
+total: the stabilizer's regimes join them to a series there.
 
 Why: every form of an op that sigmoid, silu, tanh or elu's derivatives reach is rational in
 exp(u). Where u >= 0, exp(u) = 1/E, and where u < 0, exp(u) = E, with E = exp(-|u|) <= 1;
@@ -47,6 +49,7 @@ def sign_branch_forms(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[
     above = _piece(written, ratios, e, -1)  # u >= 0: exp(u) = 1/E
     if below is None or above is None:
         return []
+    total = not (_has_pole(below, e) or _has_pole(above, e))
     if coefficient < 0:  # u < 0 is split > 0
         below, above = above, below
     out = []
@@ -55,30 +58,39 @@ def sign_branch_forms(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[
         if any(sp.count_ops(p) > MAX_BRANCH_OPS for p in pieces):
             continue
         if pieces[0] == pieces[1]:  # sigmoid(x)*sigmoid(-x): one piece, one input clip
-            out.append((f"sign branches {name}", Regimes(split, (), pieces[:1], (), True)))
+            out.append((f"sign branches {name}", Regimes(split, (), pieces[:1], (), total)))
         else:
-            out.append((f"sign branches {name}", Regimes(split, (0.0,), pieces, (), True)))
+            out.append((f"sign branches {name}", Regimes(split, (0.0,), pieces, (), total)))
     return out
 
 
 def _piece(expr: sp.Expr, ratios: dict, e: sp.Dummy, side: int) -> sp.Expr | None:
     """`expr` with each exp(k*u) as E**(side*k), made one rational function of E; None where
-    an exp is left or it is not rational in E with a denominator positive for E >= 0."""
+    an exp is left or it is not rational in E over a denominator that is positive for
+    E >= 0, or is that times a power of E - 1 (a pole at u = 0 only, where E - 1 is written
+    expm1(-|u|): x/(exp(x) - 1), Planck's x**3/(exp(x) - 1))."""
     substituted = expr.xreplace({sp.exp(a): e ** (side * k) for a, k in ratios.items()})
     if substituted.has(sp.exp) or not substituted.is_rational_function(e):
         return None
     numerator, denominator = sp.fraction(sp.cancel(sp.together(substituted)))
-    if not _positive_in(denominator, e):
+    rest = sp.Poly(denominator, e)
+    while rest.degree() > 0 and rest.eval(1) == 0:
+        rest = rest.quo(sp.Poly(e - 1, e))
+    if not (_positive_in(rest) or _positive_in(-rest)):
         return None
     return numerator / denominator
 
 
-def _positive_in(denominator: sp.Expr, e: sp.Dummy) -> bool:
-    """True if `denominator`, a polynomial in E, has only positive numbers for coefficients
-    and a positive constant term: then it is at least that constant for every E >= 0."""
-    poly = sp.Poly(denominator, e)
+def _positive_in(poly: sp.Poly) -> bool:
+    """True if `poly`, a polynomial in E, has only positive numbers for coefficients and a
+    positive constant term: then it is at least that constant for every E >= 0."""
     coefficients = poly.all_coeffs()
     return coefficients[-1] != 0 and all(c.is_number and c >= 0 for c in coefficients)
+
+
+def _has_pole(piece: sp.Expr, e: sp.Dummy) -> bool:
+    """True if `piece`'s denominator vanishes at E = 1 (u = 0)."""
+    return sp.Poly(sp.fraction(piece)[1], e).eval(1) == 0
 
 
 def _factored(piece: sp.Expr, e: sp.Dummy) -> sp.Expr:

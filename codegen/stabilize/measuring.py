@@ -168,6 +168,17 @@ def stabilizer_points(domain, dtype: str, n: int) -> np.ndarray:
     return np.unique(np.concatenate(parts), axis=0)
 
 
+def verify_samples(spec: Spec, exact_expr: sp.Expr, n: int = 2000) -> Samples:
+    """`hogen verify`'s points (`accuracy.VERIFY_SEED`), none of which a build chose on, with
+    the exact values of `exact_expr` there: for checking chosen forms where verify does."""
+    expr = exact_expr.subs(param_values(spec))
+    points, exact = {}, {}
+    for dtype in accuracy.DTYPES:
+        points[dtype] = accuracy.sample_points(spec.domain, dtype, n, accuracy.VERIFY_SEED)
+        exact[dtype] = accuracy.reference(expr, spec.arg_symbols, points[dtype], dtype)
+    return Samples(points, exact)
+
+
 def prepare_references(spec: Spec, exact_exprs, n: int) -> None:
     """The references of every partial at the points `measuring_points` takes, found together
     and kept in the reference cache: a function's partials share most of their work."""
