@@ -193,6 +193,33 @@ CASES: dict[str, Case] = {
         ),
         untouched=(softplus(x) + x, softplus(x) - y),
     ),
+    "log_ratio": Case(
+        rewrites=(
+            (sp.log(x**2 + y**2) - sp.log(x**2), log1p(y**2 / x**2)),
+            (
+                2 * sp.log(x**2 + 2 * y**2) - 2 * sp.log(x**2 + y**2),
+                2 * log1p(y**2 / (x**2 + y**2)),
+            ),
+        ),
+        untouched=(sp.log(x) - sp.log(y), sp.log(x) + sp.log(y)),
+    ),
+    "log_exp_product": Case(
+        rewrites=(
+            (sp.log(x**2 * sp.exp(x)), x + sp.log(x**2)),
+            (sp.log(x**2 * sp.exp(-y)), -y + sp.log(x**2)),
+        ),
+        untouched=(sp.log(x + sp.exp(2)), sp.log(x * sp.exp(x) * sp.exp(y))),
+    ),
+    "exp_difference": Case(
+        rewrites=(
+            (sp.exp(x) - sp.exp(y), -sp.sign(x - y) * sp.exp(sp.Max(x, y)) * expm1(-sp.Abs(x - y))),
+            (
+                2 * sp.exp(x) - 2 * sp.exp(y) + x,
+                x - 2 * sp.sign(x - y) * sp.exp(sp.Max(x, y)) * expm1(-sp.Abs(x - y)),
+            ),
+        ),
+        untouched=(sp.exp(x) + sp.exp(y), sp.exp(x) - 2 * sp.exp(y)),
+    ),
     "erf_saturate": Case(
         rewrites=(
             (sp.erf(x), sp.erf(sp.Max(-6, sp.Min(6, x)))),
@@ -293,7 +320,10 @@ def test_outermost_first_fires_the_outer_rule_where_both_match():
     assert outer == log1p(-sp.exp(-x)) and used == ("log1p",)
     again, _ = apply_rules(sp.log(sp.exp(x) - 1), outermost=True)
     assert again == x + log1p(-sp.exp(-x))
-    assert apply_rules(sp.log(sp.exp(x) - sp.exp(y)))[0] == x + sp.log(-expm1(y - x))
+    # innermost, the difference of exps is a product first, and its exp leaves the log
+    assert apply_rules(sp.log(sp.exp(x) - sp.exp(y)))[0] == sp.Max(x, y) + sp.log(
+        -sp.sign(x - y) * expm1(-sp.Abs(x - y))
+    )
     assert apply_rules(sp.log(sp.exp(x) - sp.exp(y)), outermost=True)[0] == x + log1p(
         -sp.exp(y - x)
     )
@@ -341,6 +371,9 @@ UNSTABLE_AT = {
     "log_exp_factor": (sp.log(sp.exp(x) + 2), (800.0,)),
     "hypot_many": (sp.sqrt(x**2 + y**2 + 1), (1e200, 1e200)),
     "softplus_reflection": (softplus(x) - x, (40.0,)),
+    "log_ratio": (sp.log(x**2 + y**2) - sp.log(x**2), (1e10, 1.0)),
+    "log_exp_product": (sp.log(x**2 * sp.exp(x)), (800.0,)),
+    "exp_difference": (sp.exp(x) - sp.exp(y), (1e-10, 2e-10)),
 }
 
 

@@ -190,6 +190,57 @@ def _log_exp_factor(node):
     return a + sp.log(1 + sp.powsimp(rest * sp.exp(-a)))  # exp(y)*exp(-x) as exp(y - x)
 
 
+def _opposite_pair(node, func):
+    """For a sum holding c*func(a) and -c*func(b): (c, a, b, the other terms); else None."""
+    if not node.is_Add:
+        return None
+    terms = [t.as_coeff_Mul() for t in node.args]
+    for i, (c, f) in enumerate(terms):
+        if f.func is not func:
+            continue
+        for j, (d, g) in enumerate(terms):
+            if j != i and g.func is func and d == -c and c > 0:
+                others = sp.Add(*(t for k, t in enumerate(node.args) if k not in (i, j)))
+                return c, f.args[0], g.args[0], others
+    return None
+
+
+def _log_ratio(node):
+    """c*log(a) - c*log(b) -> c*log1p((a - b)/b), where a - b is shorter than a and b: the
+    logs round to nearly equal numbers whose difference keeps few digits (softplus(x) -
+    softplus(y) at x, y = 30, 30.001), while a - b, with its common terms gone, does not."""
+    found = _opposite_pair(node, sp.log)
+    if found is None:
+        return None
+    c, a, b, others = found
+    difference = a - b
+    if sp.count_ops(difference) >= sp.count_ops(a) + sp.count_ops(b):
+        return None
+    return c * log1p(difference / b) + others
+
+
+def _exp_difference(node):
+    """c*exp(a) - c*exp(b) -> -c*sign(a - b)*exp(max(a, b))*expm1(-|a - b|): the exps
+    cancel where a is near b, and overflow where the difference is representable."""
+    found = _opposite_pair(node, sp.exp)
+    if found is None:
+        return None
+    c, a, b, others = found
+    d = a - b
+    return -c * sp.sign(d) * sp.exp(sp.Max(a, b)) * expm1(-sp.Abs(d)) + others
+
+
+def _log_exp_product(node):
+    """log(exp(a)*r) -> a + log(r): exp(a) overflows or underflows long before the log does
+    (log(x*exp(x)) at x = 800; a difference of exps, made a product by `_exp_difference`)."""
+    if node.func is not sp.log or not node.args[0].is_Mul:
+        return None
+    exps = [f for f in node.args[0].args if f.func is sp.exp]
+    if len(exps) != 1:
+        return None
+    return exps[0].args[0] + sp.log(node.args[0] / exps[0])
+
+
 def _erfc(node):
     """1 + erf(u) -> erfc(-u); 1 - erf(u) -> erfc(u)."""
     for constant, others, coeff, factor in _constant_terms(node):
@@ -339,6 +390,13 @@ STABLE_RULES: tuple[Rule, ...] = (
     Rule("log_sigmoid", "log(sigmoid(u)) = -softplus(-u)", _log_sigmoid),
     Rule("softplus_reflection", "softplus(u) - u = softplus(-u)", _softplus_reflection),
     Rule("logaddexp", "log(exp(a) + exp(b)) = max(a, b) + softplus(-|a - b|)", _logaddexp),
+    Rule("log_ratio", "c log(a) - c log(b) = c log1p((a - b)/b)", _log_ratio),
+    Rule("log_exp_product", "log(exp(a) r) = a + log(r)", _log_exp_product),
+    Rule(
+        "exp_difference",
+        "c exp(a) - c exp(b) = -c sign(a - b) exp(max(a, b)) expm1(-|a - b|)",
+        _exp_difference,
+    ),
     Rule("log_exp_factor", "log(exp(a) + r) = a + log(1 + r exp(-a))", _log_exp_factor),
     Rule("erfc", "1 + erf(u) = erfc(-u)", _erfc),
     Rule("log_erfc", "log(c erfc(u)) = log(c erfcx(u)) - u**2", _log_erfc),
