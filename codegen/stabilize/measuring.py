@@ -171,12 +171,11 @@ def stabilizer_points(domain, dtype: str, n: int) -> np.ndarray:
 def verify_samples(spec: Spec, exact_expr: sp.Expr, n: int = 2000) -> Samples:
     """`hogen verify`'s points (`accuracy.VERIFY_SEED`), none of which a build chose on, with
     the exact values of `exact_expr` there: for checking chosen forms where verify does."""
-    expr = exact_expr.subs(param_values(spec))
-    points, exact = {}, {}
-    for dtype in accuracy.DTYPES:
-        points[dtype] = accuracy.sample_points(spec.domain, dtype, n, accuracy.VERIFY_SEED)
-        exact[dtype] = accuracy.reference(expr, spec.arg_symbols, points[dtype], dtype)
-    return Samples(points, exact)
+    return _samples_at(
+        spec,
+        exact_expr,
+        lambda dtype: accuracy.sample_points(spec.domain, dtype, n, accuracy.VERIFY_SEED),
+    )
 
 
 def prepare_references(spec: Spec, exact_exprs, n: int) -> None:
@@ -191,11 +190,16 @@ def prepare_references(spec: Spec, exact_exprs, n: int) -> None:
 
 
 def measuring_points(spec: Spec, exact_expr: sp.Expr, n: int) -> Samples:
+    return _samples_at(spec, exact_expr, lambda dtype: stabilizer_points(spec.domain, dtype, n))
+
+
+def _samples_at(spec: Spec, exact_expr: sp.Expr, points_in) -> Samples:
+    """`points_in(dtype)` for each dtype, with `exact_expr`'s exact values there."""
     expr = exact_expr.subs(param_values(spec))
     points, exact = {}, {}
     cache = accuracy.default_cache_dir()
     for dtype in accuracy.DTYPES:
-        points[dtype] = stabilizer_points(spec.domain, dtype, n)
+        points[dtype] = points_in(dtype)
         exact[dtype] = accuracy.reference(
             expr, spec.arg_symbols, points[dtype], dtype, cache_dir=cache
         )
