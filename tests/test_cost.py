@@ -68,6 +68,22 @@ def test_a_form_costs_what_it_adds_to_the_forms_chosen_before():
         assert added_transcendentals(2 * s) == 0
 
 
+def test_a_last_order_form_pays_for_each_piece_it_repeats_in():
+    """The last custom order ships with each branch clipped to its piece, so its candidates
+    are counted so too: gelu's float32 f'' once took five pieces, two of them one form, at a
+    counted 3 transcendentals that shipped as 7, over three pieces at 2."""
+    from codegen.lower import Regimes
+    from codegen.stabilize.cost import added_transcendentals, sharing
+
+    repeated = Regimes(x, (-1.0, 1.0), (sp.exp(x), x, sp.exp(x)))
+    assert added_transcendentals(repeated) == 1
+    with sharing((), last=True):
+        assert added_transcendentals(repeated) == 2
+    with sharing((sp.exp(x),), last=True):  # the chosen unclipped exp(x) is not shared
+        assert added_transcendentals(repeated) == 2
+        assert added_transcendentals(sp.exp(x) * x) == 0  # XLA folds it into the chosen
+
+
 def _candidate(p99: float, mean: float, transcendentals: int):
     from codegen.judge import accuracy
     from codegen.stabilize.measuring import Candidate

@@ -72,22 +72,25 @@ def cost(forms, last=()) -> Cost:
 
 
 _CHOSEN: ContextVar[tuple] = ContextVar("chosen_forms", default=())
+_LAST: ContextVar[bool] = ContextVar("last_order", default=False)
 
 
 @contextmanager
-def sharing(chosen: tuple):
+def sharing(chosen: tuple, last: bool = False):
     """Within: `added_transcendentals` counts what a form adds to `chosen`, the forms already
-    chosen for the same op (the value and lower orders, which one gradient evaluates too)."""
-    token = _CHOSEN.set(tuple(chosen))
+    chosen for the same op (the value and lower orders, which one gradient evaluates too).
+    `last`: the forms measured are of the last custom order, which ships with each regime
+    branch clipped to its piece, so a form repeated in two pieces is paid twice."""
+    tokens = _CHOSEN.set(tuple(chosen)), _LAST.set(last)
     try:
         yield
     finally:
-        _CHOSEN.reset(token)
+        _CHOSEN.reset(tokens[0])
+        _LAST.reset(tokens[1])
 
 
 def added_transcendentals(form) -> int:
     """Transcendental steps `form` adds to the forms chosen so far (all of them, alone)."""
     chosen = _CHOSEN.get()
-    if not chosen:
-        return cost([form]).transcendentals
-    return cost([*chosen, form]).transcendentals - cost(chosen).transcendentals
+    alone = (chosen, (form,)) if _LAST.get() else ((*chosen, form), ())
+    return cost(*alone).transcendentals - (cost(chosen).transcendentals if chosen else 0)

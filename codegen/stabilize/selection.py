@@ -263,7 +263,8 @@ def _chosen_in_order(spec: Spec, partials, forms, first_pass=None, seed=()) -> t
             step, args = choose, (SAMPLES, False, its_forms)
         else:
             step, args = _promoted_choice, (first_pass[i], its_forms)
-        with sharing((*seed, *(c.chosen.form for c in choices))):
+        last = partial.order == spec.order
+        with sharing((*seed, *(c.chosen.form for c in choices)), last):
             choices.append(_explained(spec, partial, step, *args))
     return tuple(choices)
 
