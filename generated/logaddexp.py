@@ -150,11 +150,25 @@ def _logaddexp_d_y(x, y):
     """f_y of logaddexp.
 
     f_y = exp(y)/(exp(x) + exp(y))
-    form (sympy+difference sigmoid+rules(sigmoid_complement)): sigmoid(-x + y)
-    measured float32 mean 0.26 / p99 3.3 bits, float64 mean 0.34 / p99 6.0 bits
+    form (sympy+difference sigmoid+rules(sigmoid_complement)+compensated):
+        compensation(-sigmoid(-x + y)*sigmoid(x - y), x, -y) + sigmoid(-x + y)
+    measured float32 mean 0.16 / p99 1.0 bits, float64 mean 0.17 / p99 1.0 bits
     """
-    v0 = tf.math.subtract(y, x)
-    d_y = tf.math.sigmoid(v0)
+    v0 = tf.math.subtract(x, y)
+    v1 = tf.math.sigmoid(v0)
+    v2 = tf.math.subtract(y, x)
+    v3 = tf.math.sigmoid(v2)
+    v4 = tf.math.multiply(v1, v3)
+    v5 = tf.math.negative(v4)
+    v6 = tf.math.subtract(v0, x)
+    v7 = tf.math.subtract(v0, v6)
+    v8 = tf.math.subtract(x, v7)
+    v9 = tf.math.add(y, v6)
+    v10 = tf.math.subtract(v8, v9)
+    v11 = tf.math.multiply(v5, v10)
+    v12 = tf.math.abs(v11)
+    v13 = tf.where(tf.math.less(v12, float("inf")), v11, tf.constant(0.0, v12.dtype))
+    d_y = tf.math.add(v13, v3)
     return d_y
 
 

@@ -101,11 +101,25 @@ def _logaddexp_d_y(x, y):
     """f_y of logaddexp.
 
     f_y = exp(y)/(exp(x) + exp(y))
-    form (sympy+difference sigmoid+rules(sigmoid_complement)): sigmoid(-x + y)
-    measured float32 mean 0.26 / p99 3.3 bits, float64 mean 0.34 / p99 6.0 bits
+    form (sympy+difference sigmoid+rules(sigmoid_complement)+compensated):
+        compensation(-sigmoid(-x + y)*sigmoid(x - y), x, -y) + sigmoid(-x + y)
+    measured float32 mean 0.16 / p99 1.0 bits, float64 mean 0.17 / p99 1.0 bits
     """
-    v0 = jnp.subtract(y, x)
-    d_y = jax.nn.sigmoid(v0)
+    v0 = jnp.subtract(x, y)
+    v1 = jax.nn.sigmoid(v0)
+    v2 = jnp.subtract(y, x)
+    v3 = jax.nn.sigmoid(v2)
+    v4 = jnp.multiply(v1, v3)
+    v5 = jnp.negative(v4)
+    v6 = jnp.subtract(v0, x)
+    v7 = jnp.subtract(v0, v6)
+    v8 = jnp.subtract(x, v7)
+    v9 = jnp.add(y, v6)
+    v10 = jnp.subtract(v8, v9)
+    v11 = jnp.multiply(v5, v10)
+    v12 = jnp.abs(v11)
+    v13 = jnp.where(v12 < float("inf"), v11, 0.0)
+    d_y = jnp.add(v13, v3)
     return d_y
 
 

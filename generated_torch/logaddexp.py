@@ -112,11 +112,25 @@ def _logaddexp_d_y(x, y):
     """f_y of logaddexp.
 
     f_y = exp(y)/(exp(x) + exp(y))
-    form (sympy+difference sigmoid+rules(sigmoid_complement)): sigmoid(-x + y)
-    measured float32 mean 0.26 / p99 3.3 bits, float64 mean 0.34 / p99 6.0 bits
+    form (sympy+difference sigmoid+rules(sigmoid_complement)+compensated):
+        compensation(-sigmoid(-x + y)*sigmoid(x - y), x, -y) + sigmoid(-x + y)
+    measured float32 mean 0.16 / p99 1.0 bits, float64 mean 0.17 / p99 1.0 bits
     """
-    v0 = torch.sub(y, x)
-    d_y = torch.sigmoid(v0)
+    v0 = torch.sub(x, y)
+    v1 = torch.sigmoid(v0)
+    v2 = torch.sub(y, x)
+    v3 = torch.sigmoid(v2)
+    v4 = torch.mul(v1, v3)
+    v5 = torch.neg(v4)
+    v6 = torch.sub(v0, x)
+    v7 = torch.sub(v0, v6)
+    v8 = torch.sub(x, v7)
+    v9 = torch.add(y, v6)
+    v10 = torch.sub(v8, v9)
+    v11 = torch.mul(v5, v10)
+    v12 = torch.abs(v11)
+    v13 = torch.where(v12 < float("inf"), v11, 0.0)
+    d_y = torch.add(v13, v3)
     return d_y
 
 

@@ -6,8 +6,9 @@ where G is the form as a function of u and the error of fl(u) is found exactly b
 (`front/rounding.compensation`). exp(-(x - y)**2/2) loses about |x - y|**2 ulps to
 rounding x - y alone, and sigmoid(x - y)'s f'' about |x - y|: the form is exact in u, u is
 not. The correction is G'(u) * e with |e| <= ulp(u)/2, so its own few bits of error cost
-nothing. The stabilizer offers it for the best measured forms of a partial that does not
-keep the promise with a margin (`selection`), and ships it only where it measures better.
+nothing. The stabilizer offers it for the best measured forms of a partial whose best form
+misses the promise's margin or is off by more than a few ulps at the p99 (`search`), and
+ships it only where it measures better.
 
 Also here: `exact_exponents`, the same idea for a rounded exponent. u**(1/3) is computed as
 pow(u, fl(1/3)), which is off by |1/3 - fl(1/3)| * |log u| relative, |log u|/6 ulps in

@@ -35,7 +35,13 @@ from codegen.stabilize.refinements import (
     series_forms_at,
     term_forms,
 )
-from codegen.stabilize.regimes import best_regimes, needs_regimes, outside_domain, regime_columns
+from codegen.stabilize.regimes import (
+    COST_FLOOR,
+    best_regimes,
+    needs_regimes,
+    outside_domain,
+    regime_columns,
+)
 from codegen.stabilize.split_on import (
     coordinate,
     homogeneous_ratio,
@@ -106,7 +112,7 @@ def best_form(search: Search, forms) -> tuple[Candidate, tuple[Candidate, ...]]:
 def _closed_stages(search: Search, forms, record: Measured) -> Candidate:
     """The candidates, then compensated, scaled and halved versions of the best of them."""
     best = record.add(search, forms)
-    if needs_regimes(best, MARGIN_BITS):
+    if needs_regimes(best, MARGIN_BITS) or _loses_bits(best):
         best = record.add(search, compensated_forms(record.tried, search.spec.arg_symbols))
     if needs_regimes(best, MARGIN_BITS) and len(search.spec.args) > 1:  # cheap: not skipped
         with refining():  # when the budget is out
@@ -115,6 +121,14 @@ def _closed_stages(search: Search, forms, record: Measured) -> Candidate:
     if not best.keeps_promise():
         best = record.add(search, halved_versions(record.tried))
     return best
+
+
+def _loses_bits(best: Candidate) -> bool:
+    """Whether the best form is off by more than a few ulps at the p99 in some dtype: its
+    rounded sums may be what costs them, and a compensated version that adds no
+    transcendental ranks above it. (logaddexp's float64 f_y kept the promise with room
+    as sigmoid(y - x), p99 5.9 bits, which compensation takes to 1.0.)"""
+    return any(f.p99_bits > COST_FLOOR for f in best.figures)
 
 
 def _regime_stages(search: Search, best: Candidate, record: Measured) -> Candidate:
