@@ -19,10 +19,11 @@ import sympy as sp
 
 from codegen.lower import Regimes
 from codegen.stabilize.rules import apply_rules
-from codegen.timebound import SymPyTimeout, budgeted_limit
+from codegen.timebound import SymPyTimeout, bounded, budgeted_limit
 
 LINE_SERIES_TERMS = (4, 8, 12, 20)
 LINE_SERIES_SECONDS = 2.5  # of work (`timebound`)
+ANTISYMMETRY_SECONDS = 0.5
 
 
 def line_difference(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> sp.Expr | None:
@@ -40,15 +41,29 @@ def line_difference(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> sp.Expr | Non
 
 def split_difference(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> sp.Expr | None:
     """x - y where regimes may split on it: `line_difference`, or where `expr` is a function
-    of x - y alone (erf(x - y), a loss of the residual x - y): its forms' accuracy then
-    depends on x - y, which no threshold on x or on y follows."""
+    of x - y alone (erf(x - y), a loss of the residual x - y), or `antisymmetric`: its forms'
+    accuracy then depends on x - y, which no threshold on x or on y follows."""
     line = line_difference(expr, args)
     if line is not None or len(args) != 2:
         return line
     x, y = args
     d = sp.Dummy("d", real=True)
     shifted = expr.subs(x, y + d).free_symbols
-    return x - y if d in shifted and y not in shifted else None
+    if d in shifted and y not in shifted:
+        return x - y
+    return x - y if antisymmetric(expr, args) else None
+
+
+def antisymmetric(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> bool:
+    """Whether swapping the two args negates `expr`, as in g(x) - g(y): it is 0 on the line
+    x = y, every form of the two terms cancels near it, and how much depends on x - y."""
+    return expr != 0 and bounded(ANTISYMMETRY_SECONDS, False, _negated_by_swap, expr, args)
+
+
+def _negated_by_swap(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> bool:
+    x, y = args
+    total = expr + expr.xreplace({x: y, y: x})
+    return sp.expand(sp.expand_log(total, force=True)) == 0  # log(x/y) + log(y/x) too
 
 
 def _in_difference(expr: sp.Expr, args) -> tuple[sp.Symbol, sp.Expr]:

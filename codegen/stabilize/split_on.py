@@ -4,7 +4,8 @@ In: a partial's expression, the spec's args, sample points. Out: `split_expressi
 products and quotients of two or more args that occur in the expression (x*y in
 log(1 + x*y)/y, i/n in (1 + i/n)**n), the magnitude hypot(x, y) where their squares are
 summed, the ratio y/x where the expression is homogeneous, and x - y where it divides the
-denominator (`lines`), in a fixed order;
+denominator, is the expression's only argument, or where swapping the args negates the
+expression (`lines.split_difference`), in a fixed order;
 `coordinate`, the values of one of them at sample points: the line `regimes.best_regimes`
 splits; `within_domain`, a form split on one of them that leaves points outside a finite
 domain to the derivative as written.
