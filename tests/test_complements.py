@@ -37,12 +37,9 @@ def test_the_probability_of_an_interval_keeps_the_promise_in_both_tails():
     from codegen.derive import derive
     from codegen.front.spec import parse_spec_text
     from codegen.stabilize import stabilize
-    from codegen.stabilize.measuring import measure, verify_samples
+    from codegen.stabilize.measuring import shipped_at_verify
 
     text = "name: p\nargs: [x, y]\nexpr: (erf(x/sqrt(2)) - erf(y/sqrt(2)))/2\norder: 1\n"
     forms = stabilize(derive(parse_spec_text(text, "specs/p.yaml")))
-    value = forms.choices[0]
-    samples = verify_samples(forms.spec, value.exact)
-    for i, shipped in enumerate((value.float32_form or value.chosen, value.chosen)):
-        figures = measure("shipped", shipped.form, forms.spec, samples).figures[i]
-        assert figures.keeps_promise(), (shipped.label, figures)
+    for figures in shipped_at_verify(forms.spec, forms.choices[0]):
+        assert figures.keeps_promise(), (forms.choices[0].chosen.label, figures)

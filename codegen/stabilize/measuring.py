@@ -178,6 +178,16 @@ def verify_samples(spec: Spec, exact_expr: sp.Expr, n: int = 2000) -> Samples:
     )
 
 
+def shipped_at_verify(spec: Spec, choice) -> tuple[accuracy.Figures, ...]:
+    """The figures of a chosen partial as the op ships it (float32's own form where it has
+    one) at `verify_samples`' points, one per dtype of `accuracy.DTYPES`."""
+    samples = verify_samples(spec, choice.exact)
+    shipped = (choice.float32_form or choice.chosen, choice.chosen)
+    return tuple(
+        measure("shipped", c.form, spec, samples).figures[i] for i, c in enumerate(shipped)
+    )
+
+
 def prepare_references(spec: Spec, exact_exprs, n: int) -> None:
     """The references of every partial at the points `measuring_points` takes, found together
     and kept in the reference cache: a function's partials share most of their work."""
