@@ -454,3 +454,29 @@ def test_ordinary_ranges():
     assert ordinary_range(0.0, 1.0) == (0.0, 1.0)
     assert ordinary_range(100.0, math.inf) == (100.0, 1000.0)
     assert ordinary_range(-math.inf, -50.0) == (-500.0, -50.0)
+
+
+def test_exact_sum_is_fsums_correctly_rounded_sum_in_any_order():
+    """Sums of errors in bits and regime costs go through integers (their exponents span
+    little); any other values through math.fsum. Both are the correctly rounded sum."""
+    from codegen.judge.accuracy import exact_sum
+
+    rng = np.random.default_rng(3)
+    costs = np.where(rng.random(5000) < 0.6, 0.0, rng.uniform(3, 64, 5000))
+    bits = np.log2(1 + rng.integers(0, 2**40, 5000).astype(np.float64))
+    wide = rng.standard_normal(5000) * 10.0 ** rng.integers(-300, 300, 5000)
+    for values in (costs, bits, wide, costs - np.minimum(costs, costs[::-1]), np.zeros(3)):
+        assert exact_sum(values) == math.fsum(values.tolist())
+        assert exact_sum(values[::-1]) == exact_sum(values)  # NumPy's sum order is not
+    assert math.copysign(1, exact_sum(np.array([-0.0, 0.0]))) == 1.0
+
+
+def test_the_mirror_flushes_subnormals_to_signed_zero_and_writes_no_negative_zero():
+    from codegen.judge.numeric import _flush_subnormals
+
+    for dtype in DTYPES:
+        sub = np.finfo(dtype).tiny / 4
+        v = np.array([-0.0, 0.0, -sub, sub, np.nan, 1.0, -2.0], dtype=dtype)
+        out = _flush_subnormals(v)
+        assert np.array_equal(out, [0, 0, 0, 0, np.nan, 1, -2], equal_nan=True)
+        assert np.signbit(out).tolist() == [False, False, True, False, False, False, True]

@@ -198,9 +198,20 @@ def _apply(op: str, args: list[np.ndarray], dtype) -> np.ndarray:
     return _flush_subnormals(np.asarray(out, dtype=dtype))
 
 
+_TINY = {np.dtype(t): np.finfo(t).tiny.astype(t) for t in (np.float32, np.float64)}
+
+
 def _flush_subnormals(values: np.ndarray) -> np.ndarray:
-    """TensorFlow on CPU flushes subnormal results to zero; so does the mirror."""
-    subnormal = np.abs(values) < np.finfo(values.dtype).tiny
-    if not subnormal.any():
+    """TensorFlow on CPU flushes subnormal results to zero; so does the mirror. Every zero
+    it returns is +0.0 but a flushed negative one, -0.0 (as it always has: the builds'
+    bytes depend on it)."""
+    tiny = _TINY.get(values.dtype)
+    small = np.abs(values) < (np.finfo(values.dtype).tiny if tiny is None else tiny)
+    if not small.any():
         return values
-    return np.where(subnormal, np.zeros_like(values) * np.sign(values), values)
+    out = values.copy()
+    out[small] = 0.0
+    negative = small & (values < 0)
+    if negative.any():
+        out[negative] = -0.0
+    return out
