@@ -91,6 +91,14 @@ CASES: dict[str, Case] = {
             sp.log(sp.exp(x) + sp.exp(y) + sp.exp(x * y)),
         ),
     ),
+    "atan_complement": Case(
+        rewrites=(
+            (sp.pi / 2 - sp.atan(x), sp.atan2(1, x)),
+            (-sp.pi / 2 - sp.atan(x), -sp.atan2(1, -x)),
+            (sp.pi - 2 * sp.atan(x), 2 * sp.atan2(1, x)),
+        ),
+        untouched=(sp.pi - sp.atan(x), 1 - sp.atan(x)),
+    ),
     "erfc": Case(
         # erfc(-x) must stay erfc(-x): SymPy's automatic erfc(-x) -> 2 - erfc(x) is the very
         # cancellation the rule exists to avoid.
@@ -356,6 +364,7 @@ UNSTABLE_AT = {
     "log_sigmoid": (sp.log(sigmoid(x)), (-800.0,)),
     "logaddexp": (sp.log(sp.exp(x) + sp.exp(y)), (800.0, 799.0)),
     "erfc": (1 + sp.erf(x), (-10.0,)),
+    "atan_complement": (sp.pi / 2 - sp.atan(x), (1e20,)),
     "one_minus_cos": (1 - sp.cos(x), (1e-9,)),
     "sech_squared": (1 - sp.tanh(x) ** 2, (20.0,)),
     "hypot": (sp.sqrt(x**2 + y**2), (1e200, 1e200)),

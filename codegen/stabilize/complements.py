@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import sympy as sp
 
+from codegen.stabilize.conjugates import conjugate_forms
 from codegen.stabilize.lines import antisymmetric
 from codegen.stabilize.rules import apply_rules
 from codegen.timebound import SymPyTimeout, budgeted_limit
@@ -31,6 +32,7 @@ def complement_forms(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[s
     if len(args) != 2 or not antisymmetric(expr, args):
         return []
     x, y = args
+    scale, expr = expr.as_independent(x, y, as_Add=False)  # (erf(x) - erf(y))/2
     g = _one_side(expr, x, y)
     if g is None:
         return []
@@ -41,7 +43,7 @@ def complement_forms(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[s
             continue
         tail_y, tail_x = (_tail(limit, g.xreplace({x: a}), a) for a in (y, x))
         if tail_y is not None and tail_x is not None:
-            out.append((f"tails at {name}", tail_y - tail_x))
+            out.append((f"tails at {name}", scale * (tail_y - tail_x)))
     return out
 
 
@@ -74,7 +76,17 @@ def _tail(limit: sp.Expr, g_at: sp.Expr, arg: sp.Symbol) -> sp.Expr | None:
     sigmoid(-u)), or negated (-1 - erf(u) is -(1 + erf(u)), which is -erfc(-u))."""
     for sign, base in ((1, limit - g_at), (-1, g_at - limit)):
         for variant in (base, sp.factor_terms(sp.together(base.rewrite(sp.exp)))):
-            ruled, used = apply_rules(variant)
-            if used and ruled.as_independent(arg, as_Add=True)[0] == 0:
+            conjugated = _conjugated(variant)
+            ruled, used = apply_rules(conjugated)
+            changed = used or conjugated != variant
+            if changed and ruled.as_independent(arg, as_Add=True)[0] == 0:
                 return sign * ruled
     return None
+
+
+def _conjugated(tail: sp.Expr) -> sp.Expr:
+    """`tail` with its sums of a square root that cancel taken by their conjugates
+    (`conjugates`), before the rules hide the roots in hypot: 1 - u/sqrt(1 + u**2) is
+    1/((1 + u**2)*(1 + u/sqrt(1 + u**2))) where u > 0."""
+    forms = conjugate_forms(tail)
+    return forms[0][1] if forms else tail

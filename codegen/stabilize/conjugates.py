@@ -25,11 +25,13 @@ MAX_SUMS = 4  # sums rewritten per candidate: each doubles the pieces computed
 
 
 def _root_of(term: sp.Expr) -> sp.Expr | None:
-    """C where `term` has a factor C**(1/2) or C**(-1/2) with C not a number, else None."""
+    """The factor C**(1/2) or C**(-1/2) of `term`, C not a number, else None. A root in a
+    denominator stays there: x/(2*sqrt(x**2 + 2)) is k*root with k = x/2, whose conjugate
+    does not multiply x by sqrt(x**2 + 2), which overflows long before the quotient."""
     for factor in sp.Mul.make_args(term):
         base, exp = factor.as_base_exp()
         if exp in (sp.S.Half, -sp.S.Half) and not base.is_number:
-            return base
+            return factor
     return None
 
 
@@ -63,14 +65,13 @@ def _split_on(node: sp.Expr, term: sp.Expr, root: sp.Expr) -> tuple[sp.Expr, sp.
 def _conjugate(node: sp.Expr) -> sp.Expr:
     """`node`, a sum, as the two-piece form of the module docstring (or unchanged)."""
     for term in node.args:
-        radicand = _root_of(term)
-        if radicand is None:
+        root = _root_of(term)
+        if root is None:
             continue
-        root = sp.sqrt(radicand)
         k, rest = _split_on(node, term, root)
         if rest == 0 or k.has(root) or rest.has(root):
             continue
-        numerator = sp.cancel(sp.expand(rest**2 - k**2 * radicand))
+        numerator = sp.cancel(sp.expand(rest**2 - k**2 * root**2))
         conjugate = _over(numerator, rest - k * root)
         return sp.Piecewise((node, sp.Ge(_sign(rest) * _sign(k), 0)), (conjugate, True))
     return node

@@ -146,6 +146,20 @@ def _sigmoid_complement(node):
     return None
 
 
+def _atan_complement(node):
+    """pi/2 - atan(u) -> atan2(1, u); pi/2 + atan(u) -> atan2(1, -u) (any multiple c of
+    both): exact for every u, and the angle of (u, 1) is 1/u to full accuracy at large u,
+    where pi/2 - atan(u) is 0."""
+    for constant, others, coeff, factor in _constant_terms(node):
+        if factor.func is sp.atan:
+            u = factor.args[0]
+            if constant == -coeff * sp.pi / 2:
+                return -coeff * sp.atan2(1, u) + others
+            if constant == coeff * sp.pi / 2:
+                return coeff * sp.atan2(1, -u) + others
+    return None
+
+
 def _softplus_reflection(node):
     """c*softplus(u) + r -> c*softplus(-u) + (c*u + r) where c*u cancels in r: softplus(x) - x
     is softplus(-x), which does not round x + tiny back to x first."""
@@ -386,6 +400,11 @@ STABLE_RULES: tuple[Rule, ...] = (
         "sigmoid_complement",
         "1 - sigmoid(u) = sigmoid(-u); 1 - 2 sigmoid(u) = -tanh(u/2)",
         _sigmoid_complement,
+    ),
+    Rule(
+        "atan_complement",
+        "pi/2 - atan(u) = atan2(1, u); pi/2 + atan(u) = atan2(1, -u)",
+        _atan_complement,
     ),
     Rule("log_sigmoid", "log(sigmoid(u)) = -softplus(-u)", _log_sigmoid),
     Rule("softplus_reflection", "softplus(u) - u = softplus(-u)", _softplus_reflection),
