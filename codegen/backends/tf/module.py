@@ -102,11 +102,13 @@ def _backward(forms: StableForms) -> list[str]:
     args, order, loc = spec.args, spec.order, module_locals(spec)
     lines = [f"{loc.stopped(a)} = tf.stop_gradient({a})" for a in args]
     lines += [f"{loc.tangent(a)} = _zero_tangent({a})" for a in args]
-    lines += [
-        f"{loc.shifted(a)} = _nan_free_gradient(tf.math.add({loc.stopped(a)}, "
-        f"tf.math.truediv({loc.tangent(a)}, {float(order)!r})))"
+    shift = [
+        f"tf.math.add({loc.stopped(a)}, tf.math.truediv({loc.tangent(a)}, {order:.1f}))"
         for a in args
     ]
+    if len(args) == 1:  # else guarded per form (_last_operand)
+        shift = [f"_nan_free_gradient({s})" for s in shift]
+    lines += [f"{loc.shifted(a)} = {s}" for a, s in zip(args, shift, strict=True)]
     if order >= 3:
         lines += [
             f"{loc.half_square(a)} = tf.math.square(tf.math.multiply({loc.tangent(a)}, 0.5))"
@@ -129,11 +131,22 @@ def _partial_calls(forms: StableForms) -> list[str]:
     params = [p for p, _ in spec.params]
     lines, loc = [], module_locals(spec)
     for c in forms.choices[1:]:
-        at = loc.shifted if sum(c.index) == spec.order else loc.stopped
+        at = _last_operand(loc, len(spec.args)) if sum(c.index) == spec.order else loc.stopped
         operands = ", ".join([*(at(a) for a in spec.args), *params])
         target = loc.partial(spec.args, c.index)
         lines.append(f"{target} = {names.partial_fn(spec.name, spec.args, c.index)}({operands})")
     return lines
+
+
+def _last_operand(loc: names.Locals, arity: int):
+    """How a last form gets an arg: x_last, guarded once (one arg, one last form), or, with
+    several args, guarded per form. One last form's backward pass can be NaN (0 * inf, a
+    zero tangent into a form that is infinite inside: hypot's f_xx at y = 0) where the
+    others' are not; a guard shared by all of them would zero their terms with it (hypot's
+    f_xyy at y = 0 came out 0, not -1/x**2)."""
+    if arity == 1:
+        return loc.shifted
+    return lambda a: f"_nan_free_gradient({loc.shifted(a)})"
 
 
 def _context(forms: StableForms) -> dict:
