@@ -85,6 +85,9 @@ def tf_expr(op: str, operands, rename) -> str:
         return f"tf.where(tf.math.{_SELECTS[op]}({a[0]}, {a[1]}), {chosen}, {other})"
     if op == "polygamma":  # the order as a tensor of x's dtype
         return f"tf.math.polygamma(tf.constant({a[0]}, {a[1]}.dtype), {a[1]})"
+    tensors = [v for v, raw in zip(a, operands) if not isinstance(raw, float)]
+    if len(a) > 1 and isinstance(operands[0], float) and tensors:  # atan2(1, x): 1 in x's dtype
+        a = [f"tf.constant({a[0]}, {tensors[0]}.dtype)", *a[1:]]
     return f"{ALL_FUNCTIONS[op].tf_name}({', '.join(a)})"
 
 
