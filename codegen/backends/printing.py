@@ -92,6 +92,10 @@ def operand(value, rename) -> str:
     return rename.get(value, value)
 
 
+# Binary operations whose operands may be swapped, so that a constant goes second (the
+# tensor's dtype then wins); atan2 and pow may not.
+SYMMETRIC = frozenset({"add", "mul", "maximum", "minimum"})
+
 SELECTS = {
     "where_less": ("less", "<"),
     "where_less_equal": ("less_equal", "<="),

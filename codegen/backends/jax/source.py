@@ -60,7 +60,7 @@ def function_name(op: str) -> str:
 def _binary(op: str, a: list[str], constant_first: bool) -> str:
     if constant_first and op in ("sub", "div"):  # the operator keeps the array's dtype
         return f"{a[0]} {'-' if op == 'sub' else '/'} {a[1]}"
-    if constant_first and op not in ("pow", "atan2"):  # those two are not symmetric
+    if constant_first and op in printing.SYMMETRIC:
         a = [a[1], a[0]]
     return f"{_BINARY[op]}({a[0]}, {a[1]})"
 

@@ -51,10 +51,10 @@ def _binary(op: str, a: list[str], operands) -> str:
     first, second = (isinstance(v, float) for v in operands[:2])
     if first and op in ("sub", "div"):  # the operator keeps the tensor's dtype
         return f"{a[0]} {'-' if op == 'sub' else '/'} {a[1]}"
-    if first and op in ("pow", "atan2"):  # not symmetric: the constant as a 0-dim tensor
-        a = [f"torch.tensor({a[0]}, dtype={a[1]}.dtype)", a[1]]
-    elif first:
+    if first and op in printing.SYMMETRIC:
         a = [a[1], a[0]]
+    elif first:  # atan2, pow: the constant as a 0-dim tensor of the other's dtype
+        a = [f"torch.tensor({a[0]}, dtype={a[1]}.dtype)", a[1]]
     if op in _BOUND and (first or second):
         return f"torch.clamp({a[0]}, {_BOUND[op]}={a[1]})"
     return f"{_BINARY[op]}({a[0]}, {a[1]})"
