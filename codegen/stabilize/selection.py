@@ -26,6 +26,7 @@ from codegen.judge import accuracy
 from codegen.lower import op_count
 from codegen.pieces import values_only
 from codegen.stabilize.cost import sharing
+from codegen.stabilize.homogeneous import forget_forms
 from codegen.stabilize.joint import cheaper, family_seed
 from codegen.stabilize.limits import clear_limits, with_limits
 from codegen.stabilize.lines import with_line_point
@@ -227,6 +228,7 @@ def stabilize(derivatives: Derivatives) -> StableForms:
     are found when the chosen forms are rendered.
     """
     series_forms_at.cache_clear()
+    forget_forms()
     clear_limits()
     budget = work_budget(
         series=SERIES_BUDGET_SECONDS,
