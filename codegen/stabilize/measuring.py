@@ -9,6 +9,7 @@ is the derivative at check points. `selection` ranks what this module measures.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -20,7 +21,9 @@ from codegen.judge.numeric import paths_for, run
 from codegen.judge.sampling import powers_of_two
 from codegen.lower import Regimes, lower, op_count
 from codegen.pieces import Pieces
+from codegen.pieces import lowering_for_values_only as values_lowered
 from codegen.stabilize.cost import added_transcendentals
+from codegen.stabilize.remembered import outputs_at
 
 CHECK_POINTS = (-3.5, -1.25, -0.375, 0.3125, 0.75, 2.5, 6.0)
 # Room below the promise's limits for other processors' rounding. A form with less asks for
@@ -218,19 +221,34 @@ def _samples_at(spec: Spec, exact_expr: sp.Expr, points_in) -> Samples:
 
 def as_shipped(form, spec: Spec, samples: Samples, promoted: bool) -> dict[str, np.ndarray]:
     """`form` at the sample points of each dtype, computed as the op will (float32 in float64
-    when `promoted`), on its worst path per point (XLA only where its rewrites apply)."""
-    form = _with_params(form, param_values(spec))
-    program = lower([form], {sym: sym.name for sym in spec.arg_symbols})
-    paths = paths_for(program)
+    when `promoted`), on its worst path per point (XLA only where its rewrites apply). The
+    outputs at points this build computed the form at before are those (`remembered`)."""
+    params = param_values(spec)
+    program = functools.cache(lambda: lower([_with_params(form, params)], _names(spec)))
     out = {}
     for dtype in accuracy.DTYPES:
         compute = "float64" if dtype == "float32" and promoted else dtype
-        points = samples.points[dtype].astype(compute)
-        columns = {sym.name: points[:, i] for i, sym in enumerate(spec.arg_symbols)}
-        with np.errstate(over="ignore"):  # float64 values beyond float32's range round to inf
-            approx = [run(program, columns, compute, path)[0].astype(dtype) for path in paths]
-        out[dtype] = _worst_of(approx, samples.exact[dtype], dtype)
+        points = samples.points[dtype]
+
+        def paths_from(first: int, points=points, compute=compute, dtype=dtype) -> np.ndarray:
+            columns = {s.name: points[first:, i].astype(compute) for i, s in _columns(spec)}
+            with np.errstate(over="ignore"):  # float64 values beyond float32's range round to inf
+                rows = [run(program(), columns, compute, p)[0] for p in paths_for(program())]
+                return np.stack(rows).astype(dtype)
+
+        key = (form, tuple(params.items()), spec.arg_symbols, compute, dtype, values_lowered())
+        approx = outputs_at(key, points, paths_from)
+        out[dtype] = _worst_of(list(approx), samples.exact[dtype], dtype)
     return out
+
+
+def _names(spec: Spec) -> dict[sp.Symbol, str]:
+    return {sym: sym.name for sym in spec.arg_symbols}
+
+
+def _columns(spec: Spec):
+    """(column, arg symbol) for the args of `spec`, in the order of the points' columns."""
+    return enumerate(spec.arg_symbols)
 
 
 def measured(label: str, form, spec: Spec, samples: Samples, promoted: bool = False):

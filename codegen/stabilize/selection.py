@@ -44,6 +44,7 @@ from codegen.stabilize.piecewise import choose_pieces
 from codegen.stabilize.refinements import (
     series_forms_at,
 )
+from codegen.stabilize.remembered import forget_outputs
 from codegen.stabilize.screening import in_every_dtype, screened
 from codegen.stabilize.search import MARGIN_BITS, Search, best_form
 from codegen.timebound import work_budget
@@ -229,6 +230,7 @@ def stabilize(derivatives: Derivatives) -> StableForms:
     """
     series_forms_at.cache_clear()
     forget_forms()
+    forget_outputs()
     clear_limits()
     budget = work_budget(
         series=SERIES_BUDGET_SECONDS,
