@@ -55,7 +55,7 @@ def _ladder(lo: float, hi: float, dtype: str) -> np.ndarray:
     return values[(wide >= lo) & (wide <= hi)]
 
 
-def _within(lo: float, hi: float, dtype: str, rng: np.random.Generator) -> np.ndarray:
+def values_within(lo: float, hi: float, dtype: str, rng: np.random.Generator) -> np.ndarray:
     """Values of [lo, hi]: uniform within one binade of each finite bound, within
     `TOP_BINADES` of the dtype's extreme at each infinite one, and over the interval's bit
     patterns (`accuracy.sample_points`)."""
@@ -90,7 +90,7 @@ def piece_points(form, args, domain, dtype: str, seed: int) -> np.ndarray:
             if not lo < hi:
                 break
             split_here = box[arg] != whole[arg]
-            values = _within(lo, hi, dtype, rng) if split_here else _ladder(lo, hi, dtype)
+            values = values_within(lo, hi, dtype, rng) if split_here else _ladder(lo, hi, dtype)
             if not len(values):
                 break
             columns.append(rng.choice(values, PIECE_POINTS))

@@ -81,6 +81,12 @@ class Search:
     partial: Partial
     samples: Samples
     promoted: bool  # float32 measured as it ships computed in float64
+    banned: frozenset = frozenset()  # (label, arg): no regimes on arg take it (`failing_pieces`)
+
+    def banned_on(self, arg=None) -> frozenset:
+        """The labels regimes on `arg` may not take as pieces; on an expression of several args
+        (None), those banned on any."""
+        return frozenset(label for label, on in self.banned if arg is None or on == arg)
 
 
 @dataclass
@@ -97,8 +103,9 @@ class Measured:
             self.tried.append(candidate)
         return min(self.tried, key=Candidate.rank)
 
-    def plain(self) -> list[Candidate]:
-        return [c for c in self.tried if c.label in self.bits]
+    def plain(self, banned: frozenset = frozenset()) -> list[Candidate]:
+        """The candidates regimes may take as pieces: measured per point, no label `banned`."""
+        return [c for c in self.tried if c.label in self.bits and c.label not in banned]
 
 
 def best_form(search: Search, forms) -> tuple[Candidate, tuple[Candidate, ...]]:
@@ -183,7 +190,7 @@ def _with_regimes(search: Search, split: Split, best: Candidate, record: Measure
     alone = split.alone and split.with_series  # interior points of one arg's whole range
     local = local_series(partial.expr, arg, best, record.bits, samples, column) if alone else ()
     record.add(search, (*series, *local, *term_forms(partial.expr, arg)))
-    plain = record.plain()  # regimes are not nested in regimes
+    plain = record.plain(search.banned_on(arg))  # regimes are not nested in regimes
     joint = best_regimes(plain, record.bits, samples.points, arg, column)
     frugal = best_regimes(plain, record.bits, samples.points, arg, column, frugal=True)
     closed = [c for c in plain if not c.label.startswith("regimes")]  # per dtype: no nesting
@@ -232,7 +239,8 @@ def _split_on_expression(search: Search, monomial, best: Candidate, record: Meas
     forms measured so far (the series in each arg among them)."""
     spec, partial, samples = search.spec, search.partial, search.samples
     at = coordinate(monomial, spec.arg_symbols)
-    joint = best_regimes(record.plain(), record.bits, samples.points, monomial, coordinate=at)
+    tried = record.plain(search.banned_on())
+    joint = best_regimes(tried, record.bits, samples.points, monomial, coordinate=at)
     if joint is None:
         return best
     form = within_domain(joint.form, spec.arg_symbols, spec.domain, partial.expr)

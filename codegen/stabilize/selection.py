@@ -26,6 +26,7 @@ from codegen.judge import accuracy
 from codegen.lower import op_count
 from codegen.pieces import values_only
 from codegen.stabilize.cost import sharing
+from codegen.stabilize.failing_pieces import failing_pieces
 from codegen.stabilize.homogeneous import forget_forms
 from codegen.stabilize.joint import cheaper, family_seed
 from codegen.stabilize.limits import clear_limits, with_limits
@@ -147,15 +148,16 @@ def _screened_choice(spec: Spec, partial: Partial, samples, promoted: bool, form
     found ships (`_best_round`): a new choice may trade a flush at twice the smallest normal
     for infs elsewhere (d_sqrt_diff_two's f_xx in float32, regimes in x whose pieces fail
     where y > 1e33)."""
-    rounds = []
+    rounds, banned = [], frozenset()
     for _ in range(SCREEN_ROUNDS):
-        best, tried = best_form(Search(spec, partial, samples, promoted), forms)
+        best, tried = best_form(Search(spec, partial, samples, promoted, banned), forms)
         pair = split(best, tried, MARGIN_BITS) if by_dtype and not promoted else None
         rounds.append((best, tried, pair))
         shipped = dict(zip(("float64", "float32"), pair)) if pair else in_every_dtype(best)
         more = screened(spec, partial.expr, shipped, tried, samples, promoted)
         if more is None:
             return best, tried, pair, samples
+        banned |= failing_pieces(shipped, tried, spec, samples, more, promoted)
         samples = more  # failures at points the sample missed: choose knowing them
     return (*_best_round(rounds, spec, samples, promoted), samples)
 
