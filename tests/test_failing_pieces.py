@@ -59,3 +59,12 @@ def test_a_shifted_logistic_difference_keeps_the_promise():
     forms = stabilize(derive(parse_spec_text(text, "specs/p.yaml")))
     for figures in shipped_at_verify(forms.spec, forms.choices[0]):
         assert figures.keeps_promise(), (forms.choices[0].chosen.label, figures)
+
+
+def test_no_regimes_where_every_candidate_is_banned():
+    """Bans may leave a split nothing to take; the search then keeps its best form (before,
+    (x - 1)*exp(x) - (y - 1)*exp(y) stopped the build with a ValueError from NumPy)."""
+    from codegen.stabilize.regimes import best_regimes
+
+    points = {d: np.zeros((10, 2), d) for d in ("float32", "float64")}
+    assert best_regimes([], {}, points, X, 0) is None

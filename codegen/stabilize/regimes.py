@@ -244,7 +244,10 @@ def best_regimes(
     `column`, or where `arg` is an expression of several args, `coordinate(points)`), or
     None. Where the points have several args, each piece holds `SEVERAL_ARGS_LEAST` points
     of each dtype or more. `frugal`: errors within the promise's room cost nothing, and
-    where forms tie the one with the fewest transcendentals wins (`FRUGAL_FLOOR`)."""
+    where forms tie the one with the fewest transcendentals wins (`FRUGAL_FLOOR`). None too
+    where no candidate may be a piece (all banned, `failing_pieces`)."""
+    if not tried:
+        return None
     if coordinate is None:
         coordinate = functools.partial(_column, column=column)
     floor = FRUGAL_FLOOR if frugal else COST_FLOOR
