@@ -228,6 +228,16 @@ CASES: dict[str, Case] = {
         ),
         untouched=(sp.exp(x) + sp.exp(y), sp.exp(x) - 2 * sp.exp(y)),
     ),
+    "exp_sum_factor": Case(
+        rewrites=(
+            (
+                x * sp.exp(x) - y * sp.exp(y),
+                sp.exp(sp.Max(x, y))
+                * (x * sp.exp(x - sp.Max(x, y)) - y * sp.exp(y - sp.Max(x, y))),
+            ),
+        ),
+        untouched=(x * sp.exp(x) + sp.exp(2 * x), x * sp.exp(x) * sp.exp(y)),
+    ),
     "erf_saturate": Case(
         rewrites=(
             (sp.erf(x), sp.erf(sp.Max(-6, sp.Min(6, x)))),
@@ -383,6 +393,8 @@ UNSTABLE_AT = {
     "log_ratio": (sp.log(x**2 + y**2) - sp.log(x**2), (1e10, 1.0)),
     "log_exp_product": (sp.log(x**2 * sp.exp(x)), (800.0,)),
     "exp_difference": (sp.exp(x) - sp.exp(y), (1e-10, 2e-10)),
+    # exp(-760) flushes to 0 and x**20 times it is 4e-273: the y term alone is left
+    "exp_sum_factor": (x**20 * sp.exp(x) - y * sp.exp(y), (-760.0, -700.0)),
 }
 
 

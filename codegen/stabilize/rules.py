@@ -244,6 +244,40 @@ def _exp_difference(node):
     return -c * sp.sign(d) * sp.exp(sp.Max(a, b)) * expm1(-sp.Abs(d)) + others
 
 
+def _exp_terms(node) -> tuple[list[tuple[sp.Expr, sp.Expr]], list[sp.Expr]] | None:
+    """For a sum: ((coefficient, exponent) of each term that is a product with exactly one
+    exp, the other terms); None for other nodes."""
+    if not node.is_Add:
+        return None
+    pairs, others = [], []
+    for term in node.args:
+        exps = [f for f in sp.Mul.make_args(term) if f.func is sp.exp]
+        if len(exps) == 1:
+            pairs.append((term / exps[0], exps[0].args[0]))
+        else:
+            others.append(term)
+    return pairs, others
+
+
+def _exp_sum_factor(node):
+    """p*exp(a) + q*exp(b) -> exp(max(a, b))*(p*exp(a - max(a, b)) + q*exp(b - max(a, b)))
+    where p or q varies (c*exp(a) - c*exp(b) is `_exp_difference`'s) and
+    exponents of different args: where both exps overflow, the larger one's coefficient gives
+    the sign and size (x*exp(x) - y*exp(y) is -inf, not inf - inf or the x term alone, at
+    x = 180, y = 1e34 in float32). Which exponent is larger then depends on several args, and
+    no regimes on one arg can tell; where both are of the same args, regimes can."""
+    found = _exp_terms(node)
+    if found is None or len(found[0]) != 2:
+        return None
+    (p, a), (q, b) = found[0]
+    varying = not (p.is_number and q.is_number)
+    if not varying or a.free_symbols == b.free_symbols or node.has(sp.Max):
+        return None
+    top = sp.Max(a, b)
+    inner = p * sp.exp(a - top) + q * sp.exp(b - top)
+    return sp.exp(top) * inner + sp.Add(*found[1])
+
+
 def _log_exp_product(node):
     """log(exp(a)*r) -> a + log(r): exp(a) overflows or underflows long before the log does
     (log(x*exp(x)) at x = 800; a difference of exps, made a product by `_exp_difference`)."""
@@ -415,6 +449,11 @@ STABLE_RULES: tuple[Rule, ...] = (
         "exp_difference",
         "c exp(a) - c exp(b) = -c sign(a - b) exp(max(a, b)) expm1(-|a - b|)",
         _exp_difference,
+    ),
+    Rule(
+        "exp_sum_factor",
+        "p exp(a) + q exp(b) = exp(max(a, b)) (p exp(a - max(a, b)) + q exp(b - max(a, b)))",
+        _exp_sum_factor,
     ),
     Rule("log_exp_factor", "log(exp(a) + r) = a + log(1 + r exp(-a))", _log_exp_factor),
     Rule("erfc", "1 + erf(u) = erfc(-u)", _erfc),
