@@ -183,11 +183,14 @@ def verify_samples(spec: Spec, exact_expr: sp.Expr, n: int = 2000) -> Samples:
 
 def shipped_at_verify(spec: Spec, choice) -> tuple[accuracy.Figures, ...]:
     """The figures of a chosen partial as the op ships it (float32's own form where it has
-    one) at `verify_samples`' points, one per dtype of `accuracy.DTYPES`."""
+    one, computed in float64 where the op promotes it) at `verify_samples`' points, one per
+    dtype of `accuracy.DTYPES`."""
     samples = verify_samples(spec, choice.exact)
     shipped = (choice.float32_form or choice.chosen, choice.chosen)
+    promoted = choice.promote_float32
     return tuple(
-        measure("shipped", c.form, spec, samples).figures[i] for i, c in enumerate(shipped)
+        measure("shipped", c.form, spec, samples, promoted).figures[i]
+        for i, c in enumerate(shipped)
     )
 
 
