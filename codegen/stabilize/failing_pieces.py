@@ -2,9 +2,10 @@
 
 In: the candidate each dtype ships (its form SymPy, or `Regimes` nested to any depth), every
 candidate measured, the spec, and the samples before and after screening appended the points
-where the shipped forms fail. Out: `failing_pieces`, the labels of the candidates whose form is
-such a piece: at a failing point it is NaN or inf, and so it stays wherever in its interval its
-split arg is moved (`MOVES` values drawn in the piece), the other args held where they were.
+where the shipped forms fail. Out: `failing_pieces`, (label, split arg) for each candidate that
+fails as such a piece would: at a failing point inside a piece on that arg it is NaN or inf,
+and so it stays wherever in the piece the arg is moved (`MOVES` values drawn there), the other
+args held where they were.
 
 Why: regimes put each piece where the sample says it is best, and a piece that fails across
 another arg's range fits between the points screening found. sigmoid(x) - sigmoid(y) took,

@@ -107,8 +107,7 @@ def evaluate(form, spec: Spec, points: np.ndarray, dtype: str, path: str = "eage
     `path` (eager, XLA after its algebraic rewrites, or a graph after Grappler's:
     `numeric.PATHS`)."""
     form = _with_params(form, param_values(spec))
-    names = {sym: sym.name for sym in spec.arg_symbols}
-    program = lower([form], names)
+    program = lower([form], _names(spec))
     columns = {sym.name: points[:, i] for i, sym in enumerate(spec.arg_symbols)}
     return run(program, columns, dtype, path)[0]
 
@@ -234,7 +233,8 @@ def as_shipped(form, spec: Spec, samples: Samples, promoted: bool) -> dict[str, 
         points = samples.points[dtype]
 
         def paths_from(first: int, points=points, compute=compute, dtype=dtype) -> np.ndarray:
-            columns = {s.name: points[first:, i].astype(compute) for i, s in _columns(spec)}
+            rows_from = points[first:].astype(compute)
+            columns = {s.name: rows_from[:, i] for i, s in enumerate(spec.arg_symbols)}
             with np.errstate(over="ignore"):  # float64 values beyond float32's range round to inf
                 rows = [run(program(), columns, compute, p)[0] for p in paths_for(program())]
                 return np.stack(rows).astype(dtype)
@@ -247,11 +247,6 @@ def as_shipped(form, spec: Spec, samples: Samples, promoted: bool) -> dict[str, 
 
 def _names(spec: Spec) -> dict[sp.Symbol, str]:
     return {sym: sym.name for sym in spec.arg_symbols}
-
-
-def _columns(spec: Spec):
-    """(column, arg symbol) for the args of `spec`, in the order of the points' columns."""
-    return enumerate(spec.arg_symbols)
 
 
 def measured(label: str, form, spec: Spec, samples: Samples, promoted: bool = False):

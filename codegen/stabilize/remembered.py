@@ -22,7 +22,7 @@ from collections import OrderedDict
 import numpy as np
 
 REMEMBERED_FORMS = 512  # forms whose outputs are kept: about 100 kB each at 6000 points
-_OUTPUTS: OrderedDict = OrderedDict()  # (form, promoted, dtype) -> (points, outputs)
+_OUTPUTS: OrderedDict = OrderedDict()  # key (`outputs_at`) -> (points, outputs per path)
 
 
 def forget_outputs() -> None:
