@@ -14,10 +14,14 @@ import numpy as np
 import pytest
 import sympy as sp
 
+from codegen.derive import derive
 from codegen.front.rounding import square_head
+from codegen.front.spec import parse_spec_text
 from codegen.judge import numeric
 from codegen.lower import lower
+from codegen.stabilize import stabilize
 from codegen.stabilize.asymptotic import asymptotic_forms
+from codegen.stabilize.measuring import shipped_at_verify
 
 x = sp.Symbol("x", real=True)
 a = sp.Symbol("a", positive=True)
@@ -193,3 +197,35 @@ def test_usable_leading_terms_still_get_the_long_expansion(monkeypatch):
     assert max(asked) == 20
     want = exact(lambda v: mpmath.sqrt(v**2 + v) - v, 1e10)
     assert evaluate(longest(forms, "+inf"), 1e10) == pytest.approx(want, rel=1e-15)
+
+
+def test_a_function_of_a_vanishing_exponential_is_expanded_in_it():
+    """x*tanh(exp(x)) at -inf is x*exp(x) - x*exp(3*x)/3 + ...: SymPy's expansion in powers
+    of x holds exp terms, and exp(x) alone is subnormal, flushed, from x = -708.4 while the
+    value is a normal number down to x = -715. The first term written as one exp holds
+    there; the expected value is the closed form at 50 digits."""
+    forms = dict(asymptotic_forms(x * sp.tanh(sp.exp(x)), x, EVERYWHERE))
+    assert forms["series -inf in exp<1>"] == x * sp.exp(x)
+    at = -712.0
+    truth = exact(lambda t: t * mpmath.tanh(mpmath.exp(t)), at)
+    assert evaluate(x * sp.tanh(sp.exp(x)), at) == 0.0  # the flush the expansion avoids
+    one_exp = forms["series -inf in exp<1>+absorb exp"]
+    assert evaluate(one_exp, at) == pytest.approx(truth, rel=1e-13)
+    assert not any(label.startswith("series +inf in exp") for label in forms)  # exp(x) grows
+
+
+def test_an_expansion_in_the_exponential_needs_it_to_vanish_first():
+    """log(2 + exp(-x)) at +inf tends to log(2), not 0: the first term is no power of
+    exp(-x), so no such expansion is offered (the closed form holds there)."""
+    labels = [label for label, _ in asymptotic_forms(sp.log(2 + sp.exp(-x)), x, EVERYWHERE)]
+    assert not any(" in exp" in label for label in labels)
+
+
+@pytest.mark.parametrize("text", ["x*atan(exp(x))", "(x**2 + 1)*tanh(exp(x))"])
+def test_a_product_with_a_flushed_exponential_inside_keeps_the_promise(text):
+    """Written after the expansion (developed on x*tanh(exp(x))): before, both values were 0
+    in float64 at a point of verify's where exp(x) alone is subnormal (1 failure each)."""
+    spec_text = f"name: p\nargs: [x]\nexpr: {text}\norder: 1\n"
+    forms = stabilize(derive(parse_spec_text(spec_text, "specs/p.yaml")))
+    for figures in shipped_at_verify(forms.spec, forms.choices[0]):
+        assert figures.keeps_promise(), (forms.choices[0].chosen.label, figures)

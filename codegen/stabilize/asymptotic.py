@@ -19,6 +19,11 @@ first, erfc(u) written as exp(-u**2)*erfcx(u): the candidate is exp(L) times the
 the rest, with L's squares exact (`squares.square_split`). Without it, the tail of such a
 function needs a piece of erfcx's lowering, which costs gelu three transcendentals and a
 continued fraction on every element.
+
+Where neither is a power series (x*tanh(exp(x)) at -inf: the exponential sits inside a
+function), the derivative is expanded in the vanishing exponential itself, t = exp(L):
+x*exp(x) - x*exp(3*x)/3 + ..., each length also written as one exp (`absorbed_forms`), which
+holds where exp(x) alone is subnormal.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import sympy as sp
 
 from codegen.front.functions import erfcx
 from codegen.judge.accuracy import plain
+from codegen.stabilize.products import absorbed_forms
 from codegen.stabilize.rules import STABLE_RULES, apply_rules
 from codegen.stabilize.squares import square_split
 from codegen.timebound import SymPyTimeout, budgeted_limit
@@ -83,14 +89,21 @@ def _exponential_factor(expr: sp.Expr, arg: sp.Symbol, point) -> tuple | None:
         lambda n: n.func is sp.erfc, lambda n: sp.exp(-(n.args[0] ** 2)) * erfcx(n.args[0])
     )
     prepared = sp.powsimp(sp.expand(prepared))
-    powers = {n.args[0] for n in sp.preorder_traversal(prepared) if n.func is sp.exp}
-    if len(powers) != 1:
-        return None
-    power = powers.pop()
-    if not (power.is_polynomial(arg) and sp.degree(power, arg) >= 1):
+    power = _one_exponent(prepared, arg)
+    if power is None:
         return None
     rest = sp.powsimp(sp.expand(prepared * sp.exp(-power)))
     return None if rest.has(sp.exp) else (power, rest)
+
+
+def _one_exponent(expr: sp.Expr, arg: sp.Symbol) -> sp.Expr | None:
+    """L where every exp in `expr` is exp(L), L a polynomial in the arg of degree 1 or
+    more; else None."""
+    powers = {n.args[0] for n in sp.preorder_traversal(expr) if n.func is sp.exp}
+    if len(powers) != 1:
+        return None
+    power = powers.pop()
+    return power if power.is_polynomial(arg) and sp.degree(power, arg) >= 1 else None
 
 
 def _scaled_expansion(expr: sp.Expr, arg: sp.Symbol, point) -> tuple | None:
@@ -187,6 +200,50 @@ def asymptotic_forms(expr: sp.Expr, arg: sp.Symbol, domain) -> list[tuple[str, s
         if terms:
             label, factor = f"series {name} times exp", sp.exp(scaled[0])
             out += _truncations(label, terms, arg, point, factor)
+            continue
+        powers = _in_small_exponential(expr, arg, point) if reached else None
+        out += _small_truncations(f"series {name} in exp", powers, arg, point) if powers else []
+    return out
+
+
+SMALL_POWERS = 3  # powers of the vanishing exponential an expansion in it keeps
+
+
+def _in_small_exponential(expr: sp.Expr, arg: sp.Symbol, point) -> tuple | None:
+    """(L, [c_1, c_2, ..]) with expr = sum_k c_k*exp(L)**k near `point` (in y = -x at -oo),
+    where exp(L) -> 0 and the c_k are closed forms in the arg: x*tanh(exp(x)) at -oo is
+    x*exp(x) - x*exp(3*x)/3 + ..., whose first term holds where exp(x) alone is subnormal
+    and flushed (x = -709.7 in float64) and SymPy's expansion in powers of x has exp terms."""
+    prepared = plain(expr.subs(arg, -arg) if point is not sp.oo else expr)
+    power = _one_exponent(prepared, arg)
+    if power is None or not sp.Poly(power, arg).LC().is_negative:  # exp(L) must vanish
+        return None
+    small = sp.Dummy("t", positive=True)
+    inner = prepared.subs(sp.exp(power), small)
+    try:
+        with budgeted_limit(SECONDS, "series"):
+            series = sp.expand(sp.series(inner, small, 0, SMALL_POWERS + 1).removeO())
+    except (Exception, SymPyTimeout):  # noqa: BLE001 - SymPy raises many kinds
+        return None
+    coefficients = [series.coeff(small, k) for k in range(SMALL_POWERS + 1)]
+    if inner.has(sp.exp) or coefficients[0] != 0 or series.has(small ** sp.Rational(1, 2)):
+        return None
+    if any(_unusable(c) for c in coefficients) or coefficients[1] == 0:
+        return None
+    return power, coefficients[1:]
+
+
+def _small_truncations(label: str, found, arg: sp.Symbol, point) -> list:
+    """(label<n>, exp(L) times the first n terms c_k*exp(L)**(k - 1)), and each as one exp
+    (`absorbed_forms`), back in x at -oo."""
+    power, coefficients = found
+    sign = 1 if point is sp.oo else -1
+    out = []
+    for n in (k + 1 for k, c in enumerate(coefficients) if c != 0):
+        terms = [c * sp.exp(k * power) for k, c in enumerate(coefficients[:n])]
+        form = (sp.exp(power) * sp.Add(*terms)).subs(arg, sign * arg)
+        out.append((f"{label}<{n}>", form))
+        out += [(f"{label}<{n}>+{name}", f) for name, f in absorbed_forms(form)]
     return out
 
 
