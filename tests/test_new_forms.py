@@ -8,9 +8,12 @@ overflows, underflows or cancels.
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 
 import mpmath
 import numpy as np
+import pytest
 import sympy as sp
 from sympy.codegen.cfunctions import log1p
 
@@ -153,6 +156,21 @@ def test_centers_are_simple_numbers_over_the_failing_range():
     assert centers(np.array([3.0, 5.0, 7.0, 9.0, 11.0, 12.0])) == [3.9, 5.9, 8.8]
     assert centers(np.array([-4.0, -5.0, 2.0])) == [-4.9]  # 4.02 * sqrt(1.5), the negative side
     assert centers(np.array([0.0])) == []
+
+
+@pytest.mark.parametrize("dtype, top", [("float32", 3.0e38), ("float64", 1.7e308)])
+def test_centers_end_at_the_top_of_the_dtype(dtype, top):
+    """Failing values within a factor 1.5 of the dtype's largest: the next center was inf,
+    inf <= inf held, and the loop never ended (a build of erf(x) - erf(y) hung there once
+    screening found float32 failures near 3e38). Run in a child with a time limit, so that
+    a regression fails instead of hanging the suite."""
+    code = (
+        "import numpy as np; from codegen.stabilize.local_series import centers; "
+        f"print(centers(np.full(10, {top!r}, dtype='{dtype}')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"  # no finite center past the values
 
 
 def test_local_series_compute_a_cancelling_tail_in_float64():

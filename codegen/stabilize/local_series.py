@@ -45,12 +45,13 @@ def centers(values: np.ndarray) -> list[float]:
     sign = 1.0 if (values > 0).sum() >= (values < 0).sum() else -1.0
     side = np.abs(values[np.sign(values) == sign])
     lo, hi = np.percentile(side, 2), np.percentile(side, 98)
-    out, c = [], lo * math.sqrt(SPACING)
-    while len(out) < MAX_CENTERS and c <= max(hi, lo * SPACING):
-        simple = float(f"{c:.2g}")
-        if simple not in out:
-            out.append(simple)
-        c *= SPACING
+    with np.errstate(over="ignore"):  # values near the dtype's top: c is inf, and no center
+        out, c = [], lo * math.sqrt(SPACING)
+        while len(out) < MAX_CENTERS and np.isfinite(c) and c <= max(hi, lo * SPACING):
+            simple = float(f"{c:.2g}")
+            if simple not in out:
+                out.append(simple)
+            c *= SPACING
     return [sign * c for c in out]
 
 
