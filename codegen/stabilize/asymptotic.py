@@ -220,17 +220,18 @@ def _in_small_exponential(expr: sp.Expr, arg: sp.Symbol, point) -> tuple | None:
         return None
     small = sp.Dummy("t", positive=True)
     inner = prepared.subs(sp.exp(power), small)
+    if inner.has(sp.exp):  # exp(2*L) and the like: not a function of exp(L) as written
+        return None
     try:
         with budgeted_limit(SECONDS, "series"):
-            series = sp.expand(sp.series(inner, small, 0, SMALL_POWERS + 1).removeO())
-    except (Exception, SymPyTimeout):  # noqa: BLE001 - SymPy raises many kinds
+            series = sp.series(inner, small, 0, SMALL_POWERS + 1).removeO()
+            coefficients = sp.Poly(sp.expand(series), small).all_coeffs()[::-1]
+    except (Exception, SymPyTimeout):  # noqa: BLE001 - SymPy raises many kinds; a log(t)
+        return None  # or a fractional power of t is no polynomial in it
+    coefficients += [sp.S.Zero] * (SMALL_POWERS + 1 - len(coefficients))
+    if coefficients[0] != 0 or coefficients[1] == 0 or any(map(_unusable, coefficients)):
         return None
-    coefficients = [series.coeff(small, k) for k in range(SMALL_POWERS + 1)]
-    if inner.has(sp.exp) or coefficients[0] != 0 or series.has(small ** sp.Rational(1, 2)):
-        return None
-    if any(_unusable(c) for c in coefficients) or coefficients[1] == 0:
-        return None
-    return power, coefficients[1:]
+    return power, coefficients[1 : SMALL_POWERS + 1]
 
 
 def _small_truncations(label: str, found, arg: sp.Symbol, point) -> list:
