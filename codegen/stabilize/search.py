@@ -48,6 +48,7 @@ from codegen.stabilize.split_on import (
     split_expressions,
     within_domain,
 )
+from codegen.stabilize.sum_series import sum_series_forms
 from codegen.stabilize.thresholds import placed
 from codegen.timebound import charged, count, counting, time_left
 
@@ -127,6 +128,10 @@ def _closed_stages(search: Search, forms, record: Measured) -> Candidate:
             best = record.add(search, scaled_forms(record.tried, record.bits, search.samples, args))
     if not best.keeps_promise():
         best = record.add(search, halved_versions(record.tried))
+    if not best.keeps_promise():
+        args = search.spec.arg_symbols
+        probed = sum_series_forms(record.tried, args, lambda *form: _measured(*form, search)[0])
+        best = record.add(search, probed)
     return best
 
 

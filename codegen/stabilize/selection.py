@@ -48,6 +48,7 @@ from codegen.stabilize.refinements import (
 from codegen.stabilize.remembered import forget_outputs
 from codegen.stabilize.screening import in_every_dtype, screened
 from codegen.stabilize.search import MARGIN_BITS, Search, best_form
+from codegen.stabilize.sum_series import forget_sum_series
 from codegen.timebound import work_budget
 
 SAMPLES = 2000  # the points `hogen verify` scores by default (docs/design.md: a fixed seed)
@@ -66,6 +67,9 @@ SERIES_BUDGET_SECONDS = 18.0
 REFINE_OPS = 10000
 REFINE_GUARD_SECONDS = 45.0
 LIMITS_BUDGET_SECONDS = 5.0
+# Series of the sums that cancel in a monomial of the args (`sum_series`), a budget of their
+# own: they are tried after the others, which may have spent theirs.
+SUM_SERIES_BUDGET_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -231,11 +235,13 @@ def stabilize(derivatives: Derivatives) -> StableForms:
     are found when the chosen forms are rendered.
     """
     series_forms_at.cache_clear()
+    forget_sum_series()
     forget_forms()
     forget_outputs()
     clear_limits()
     budget = work_budget(
         series=SERIES_BUDGET_SECONDS,
+        sum_series=SUM_SERIES_BUDGET_SECONDS,
         limits=LIMITS_BUDGET_SECONDS,
         refine=REFINE_OPS,
         refine_seconds=REFINE_GUARD_SECONDS,
