@@ -68,8 +68,11 @@ REFINE_OPS = 10000
 REFINE_GUARD_SECONDS = 45.0
 LIMITS_BUDGET_SECONDS = 5.0
 # Series of the sums that cancel in a monomial of the args (`sum_series`), a budget of their
-# own: they are tried after the others, which may have spent theirs.
+# own: they are tried after the others, which may have spent theirs. Finding those sums in
+# the forms has one too: 0.5*sqrt(2*(sqrt(a**2 + b**2) + a)), whose forms are long and have
+# none, spent 80 of its 139 s of build looking before it was bounded.
 SUM_SERIES_BUDGET_SECONDS = 10.0
+SUM_SERIES_SCAN_SECONDS = 6.0
 
 
 @dataclass(frozen=True)
@@ -242,6 +245,7 @@ def stabilize(derivatives: Derivatives) -> StableForms:
     budget = work_budget(
         series=SERIES_BUDGET_SECONDS,
         sum_series=SUM_SERIES_BUDGET_SECONDS,
+        sum_series_scan=SUM_SERIES_SCAN_SECONDS,
         limits=LIMITS_BUDGET_SECONDS,
         refine=REFINE_OPS,
         refine_seconds=REFINE_GUARD_SECONDS,

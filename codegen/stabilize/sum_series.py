@@ -34,40 +34,42 @@ PROBE_TERMS = 8  # the versions of the forms looked at are measured with this ma
 NEXT_TERMS = 3  # terms past them whose size sets the threshold
 LEADING_ORDERS = 8  # Q's expansion is found to this order first, for its leading power
 SERIES_SECONDS = 2.0  # of work for one group's expansion (`timebound`)
+SCAN_SECONDS = 0.5  # of work for finding one form's groups, their series aside
 MAX_GROUPS = 6  # cancelling groups replaced in one form
 HALF_ULP = 2.0**-53
 LARGEST_THRESHOLD = 0.5
 _W = sp.Dummy("w")
 
 
-def monomials(args: tuple[sp.Symbol, ...]) -> list[tuple[sp.Expr, dict, sp.Symbol | None]]:
-    """(w, the substitution writing the args in w, the arg left beside w) per monomial: the
+def monomials(args: tuple[sp.Symbol, ...]) -> list[tuple[sp.Expr, tuple, sp.Symbol | None]]:
+    """(w, the substitution writing an arg in w, the arg left beside w) per monomial: the
     reciprocal of each arg (w -> 0 is the arg's infinite end), and for two args x*y, x/y and
     y/x. An arg itself is no monomial here: Taylor series at 0 in it are `taylor`'s."""
     if len(args) not in (1, 2):
         return []
-    ends = [(1 / a, {a: 1 / _W}, next((b for b in args if b != a), None)) for a in args]
+    ends = [(1 / a, (a, 1 / _W), next((b for b in args if b != a), None)) for a in args]
     if len(args) == 1:
         return ends
     x, y = args
-    return [(x * y, {x: _W / y}, y), (x / y, {x: _W * y}, y), (y / x, {y: _W * x}, x), *ends]
+    return [(x * y, (x, _W / y), y), (x / y, (x, _W * y), y), (y / x, (y, _W * x), x), *ends]
 
 
-def _in_w(expr: sp.Expr, substitution: dict, other) -> sp.Expr | None:
+def _in_w(expr: sp.Expr, substitution: tuple, other) -> sp.Expr | None:
     """`expr` as a function of w alone, or None where it depends on the other arg too."""
-    written = expr.xreplace(substitution)
+    written = expr.xreplace(dict((substitution,)))
     return None if other is not None and other in written.free_symbols else written
 
 
-def _outer_factor(term: sp.Expr, substitution: dict, other) -> sp.Expr:
+def _outer_factor(term: sp.Expr, substitution: tuple, other) -> sp.Expr:
     """The product of `term`'s factors that are not functions of w alone."""
     factors = sp.Mul.make_args(term)
     return sp.Mul(*(f for f in factors if _in_w(f, substitution, other) is None))
 
 
-def _groups(terms, substitution: dict, other):
-    """(R, [terms], Q(w)) for each group of two or more terms whose ratios to R are
-    functions of w alone, R taken from the first term not yet grouped."""
+@functools.lru_cache(maxsize=4096)  # forms of one partial share most of their sums
+def _groups(terms: tuple, substitution: tuple, other) -> tuple:
+    """(R, terms, their ratios to R) for each group of two or more terms whose ratios to R
+    are functions of w alone, R taken from the first term not yet grouped."""
     left, out = list(terms), []
     while left:
         factor = _outer_factor(left[0], substitution, other)
@@ -75,10 +77,10 @@ def _groups(terms, substitution: dict, other):
         group = [(t, q) for t, q in ratios if q is not None]
         left = [t for t, q in ratios if q is None]
         if len(group) > 1:
-            out.append((factor, [t for t, _ in group], sp.Add(*(q for _, q in group))))
+            out.append((factor, tuple(t for t, _ in group), tuple(q for _, q in group)))
         if not group:
             break
-    return out
+    return tuple(out)
 
 
 @functools.lru_cache(maxsize=512)  # screening rounds, passes and forms meet the same sums
@@ -153,8 +155,8 @@ def _replaced(expr: sp.Expr, args, most: int, groups: list) -> sp.Expr:
         return expr
     if expr.is_Add and len(groups) < MAX_GROUPS:
         for w, substitution, other in monomials(args):
-            for factor, group, q in _groups(expr.args, substitution, other):
-                ratios = tuple(_in_w(t / factor, substitution, other) for t in group)
+            for factor, group, ratios in _groups(expr.args, substitution, other):
+                q = sp.Add(*ratios)
                 series = _taylor(q, most) if _cancels(q, ratios) else None
                 if series is None:
                     continue
@@ -165,12 +167,35 @@ def _replaced(expr: sp.Expr, args, most: int, groups: list) -> sp.Expr:
                 near = factor * w**leading * polynomial.xreplace({_W: sp.UnevaluatedExpr(w)})
                 piece = sp.Piecewise((near, sp.Abs(w) < threshold), (kept, True))
                 return _replaced(sp.Add(*rest), args, most, groups) + piece
-    return expr.func(*(_replaced(a, args, most, groups) for a in expr.args))
+    inner = tuple(_replaced(a, args, most, groups) for a in expr.args)
+    return expr if inner == expr.args else expr.func(*inner)
+
+
+def _scanned(form: sp.Expr, args) -> bool:
+    """Whether the groups of every sum in `form` are found (and remembered) within
+    `SCAN_SECONDS` of work: a long form of several args has many sums, each looked at for
+    every monomial. Their series are bounded apart (`SERIES_SECONDS`)."""
+    try:
+        with budgeted_limit(SCAN_SECONDS, "sum_series_scan"):
+            for node in sp.preorder_traversal(form):
+                for _, substitution, other in monomials(args) if node.is_Add else ():
+                    _groups(node.args, substitution, other)
+    except SymPyTimeout:
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=256)  # screening rounds and passes look at the same forms again
+def _version(form: sp.Expr, args, most: int) -> sp.Expr:
+    """`form` with its cancelling groups replaced, or `form` where finding them takes too long."""
+    return _replaced(form, args, most, []) if _scanned(form, args) else form
 
 
 def forget_sum_series() -> None:
-    """Each build finds its own series, within its own budget (`timebound`)."""
+    """Each build finds its own series, within its own budgets (`timebound`)."""
     _expansion.cache_clear()
+    _version.cache_clear()
+    _groups.cache_clear()
 
 
 SERIES_TRIES = 2  # versions offered: of the forms whose short versions measured best
@@ -186,12 +211,12 @@ def sum_series_forms(tried, args, measure) -> list[tuple[str, sp.Expr]]:
     closed = [c for c in sorted(tried, key=Candidate.rank) if isinstance(c.form, sp.Expr)]
     probes = []
     for candidate in closed[:SERIES_LOOKS]:
-        probe = _replaced(candidate.form, tuple(args), PROBE_TERMS, [])
+        probe = _version(candidate.form, tuple(args), PROBE_TERMS)
         if probe != candidate.form:
             probes.append((measure(candidate.label, probe), candidate))
     probes.sort(key=lambda pair: pair[0].rank())  # stable: ties keep the measured order
     out = []
     for _, candidate in probes[:SERIES_TRIES]:
-        full = _replaced(candidate.form, tuple(args), max(SERIES_TERMS), [])
+        full = _version(candidate.form, tuple(args), max(SERIES_TERMS))
         out.append((f"{candidate.label}+sum series", full))
     return out
