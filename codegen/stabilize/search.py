@@ -5,7 +5,8 @@ the partial's valid candidate forms. Out: `best_form`: the best `Candidate` foun
 candidate measured on the way (for `hogen explain`).
 
 The stages run while the best form misses the promise or its margin (`MARGIN_BITS`):
-compensated differences, forms at scaled args (several args), halved sums; then regimes on
+compensated differences, forms at scaled args (several args), halved sums, sums that cancel
+in a monomial of the args written as series in it (`sum_series`); then regimes on
 the line x - y where it divides the denominator (`lines`), on each arg the partial depends
 on in turn (one arg's regimes may be a piece of the next's, with series and one-term
 approximations as pieces), and on the products and magnitudes of args that occur in it
