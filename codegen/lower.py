@@ -61,6 +61,7 @@ class _Builder:
         self.steps: list[Step] = []
         self.memo: dict[tuple, str] = {}
         self.ops: dict[str, str] = {}
+        self.lowered: dict[tuple, str | float] = {}  # `_lower`'s results: emit dedups anyway
 
     def emit(self, op: str, *operands: str | float) -> str:
         key = (op, *operands)
@@ -153,6 +154,15 @@ def _lower_add(b: _Builder, expr: sp.Add, env) -> str | float:
 
 
 def _lower(b: _Builder, expr, env) -> str | float:
+    """The name (or constant) of `expr` in `b`, its symbols named by `env`. A subexpression met
+    again gives what it gave before: its steps are in `b` already (`emit` dedups)."""
+    key = (expr, tuple(env.items()), b.unclipped)
+    if key not in b.lowered:
+        b.lowered[key] = _lower_new(b, expr, env)
+    return b.lowered[key]
+
+
+def _lower_new(b: _Builder, expr, env) -> str | float:
     if isinstance(expr, Regimes):
         return lower_regimes(b, expr, env, _lower)
     if isinstance(expr, (Pieces, sp.Piecewise)):

@@ -10,6 +10,7 @@ the finite floats. `free_symbols` reads through Regimes and Pieces.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -134,10 +135,13 @@ def _clipped(b, x: str, low: float, high: float, no_neg_inf: bool, no_pos_inf: b
     return b.emit("clip", x, low, high)
 
 
-def free_symbols(expr) -> set:
+@functools.lru_cache(maxsize=4096)  # SymPy walks the whole tree on every call
+def free_symbols(expr) -> frozenset:
     """The symbols of a form; a Regimes' own arg and its pieces' (pieces may be Regimes)."""
     if isinstance(expr, Regimes):
-        return set(expr.arg.free_symbols).union(*(free_symbols(form) for form in expr.forms))
-    if isinstance(expr, Pieces):
-        return free_symbols_of(expr, free_symbols)
-    return expr.free_symbols
+        found = set(expr.arg.free_symbols).union(*(free_symbols(form) for form in expr.forms))
+    elif isinstance(expr, Pieces):
+        found = free_symbols_of(expr, free_symbols)
+    else:
+        found = expr.free_symbols
+    return frozenset(found)

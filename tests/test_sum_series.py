@@ -104,3 +104,32 @@ def test_compound_growth_keeps_the_promise(text):
     for choice in forms.choices:
         for figures in shipped_at_verify(forms.spec, choice):
             assert figures.keeps_promise(), (choice.index, choice.chosen.label, figures)
+
+
+w = sp.Dummy("w")  # `sum_series` writes groups in its own w; renamed below
+GROUPS = [  # (Q in w, whether it vanishes faster than its terms): with poles, roots and logs
+    (sp.log(1 + w) - w / (1 + w), True),
+    (1 / w - sp.cos(w) / w, True),
+    (sp.exp(w) - 1 - w, True),
+    (sp.sqrt(1 + w) - 1, True),
+    (sp.cos(w) - 1 + w**2 / 2, True),
+    (1 / (1 - w) - 1 - w, True),
+    (1 / w**2 - 1 / w, False),
+    (sp.exp(w) + w, False),
+    (sp.sqrt(w) - w, False),
+    (w * sp.log(w) - w, False),
+]
+
+
+@pytest.mark.parametrize("q,cancels", GROUPS)
+def test_the_ball_look_never_vetoes_what_the_series_find(q, cancels):
+    """`_may_cancel` (arb balls at two small w) only skips groups whose series show no
+    cancellation: where SymPy's series find Q vanishing faster than its terms, it says
+    True, and it skips those whose terms surely do not cancel. The expected answers are the
+    algebra's, not either function's."""
+    from codegen.stabilize.sum_series import _W, _cancels, _may_cancel
+
+    q = q.xreplace({w: _W})
+    terms = sp.Add.make_args(q)
+    assert _cancels(q, terms) is cancels
+    assert _may_cancel(q, terms) is cancels  # and it skips those that surely do not

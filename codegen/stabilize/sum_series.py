@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import functools
 
+import flint
 import sympy as sp
 
+from codegen.judge import balls
 from codegen.stabilize.measuring import Candidate
 from codegen.timebound import SymPyTimeout, budgeted_limit
 
@@ -38,6 +40,10 @@ SCAN_SECONDS = 0.5  # of work for finding one form's groups, their series aside
 MAX_GROUPS = 6  # cancelling groups replaced in one form
 HALF_ULP = 2.0**-53
 LARGEST_THRESHOLD = 0.5
+PROBE_WS = (2**-40, 2**-80)  # w at which a group's cancellation is looked for in balls first
+PROBE_PRECISION = 1024  # bits: a power of w cancelled at 2**-80 costs 80 of them
+SHRINKS = flint.arb(2) ** -20  # |Q| / sum |terms| from the first w to the second, where Q
+# vanishes faster than its terms: 2**-40 per power of w
 _W = sp.Dummy("w")
 
 
@@ -114,11 +120,34 @@ def _leading_power(q: sp.Expr) -> int | None:
 
 def _cancels(q: sp.Expr, terms: tuple[sp.Expr, ...]) -> bool:
     """Whether Q vanishes at w = 0 to a higher order than one of `terms`."""
+    if not _may_cancel(q, terms):
+        return False
     leading = _leading_power(q)
     if leading is None or leading <= 0:
         return False
     powers = [_leading_power(t) for t in terms]
     return None not in powers and min(powers) < leading
+
+
+def _may_cancel(q: sp.Expr, terms: tuple[sp.Expr, ...]) -> bool:
+    """False where arb balls show |Q| / sum |terms| surely not shrinking from w = 2**-40 to
+    2**-80, so Q vanishes no faster than its terms; True where it shrinks or balls cannot
+    tell. A cheap look before the series (`_cancels`), which alone decide where it is True."""
+    try:
+        programs = balls.compile_joint((q, *terms), (_W,))
+        with balls.precision(PROBE_PRECISION):
+            leaves = [balls.leaf(c) for c in programs[0].leaves]
+            near, far = (_relative_size(programs, w, leaves) for w in PROBE_WS)
+    except Exception:  # noqa: BLE001 - the compiler and flint raise several kinds; then the series decide
+        return True
+    return not (near.is_finite() and far.is_finite() and far > near * SHRINKS)
+
+
+def _relative_size(programs, w: float, leaves: list) -> flint.arb:
+    """|Q| / sum |terms| at `w`, a ball (not finite where it cannot be evaluated)."""
+    values = balls.run_row(programs[0], (w,), leaves)
+    q, *terms = (abs(values[p.root]) for p in programs)
+    return q / sum(terms, flint.arb(0))
 
 
 def _taylor(q: sp.Expr, most: int) -> tuple[tuple[int, sp.Expr], float] | None:
