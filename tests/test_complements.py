@@ -93,3 +93,49 @@ def test_a_student_t_interval_keeps_the_promise_far_out():
     out (30 float32 and 45 float64 failures before tails were taken by conjugates).
     Written after the mechanism, not used to develop it."""
     _keeps_the_promise_at_verify("x/(2*sqrt(2 + x**2)) - y/(2*sqrt(2 + y**2))")
+
+
+def _mirror(form: sp.Expr, point: tuple[float, float]) -> float:
+    import numpy as np
+
+    from codegen.judge import numeric
+    from codegen.lower import lower
+
+    program = lower([form], {x: "x", y: "y"})
+    inputs = {"x": np.array([point[0]]), "y": np.array([point[1]])}
+    return float(numeric.run(program, inputs, "float64")[0][0])
+
+
+def test_a_growing_difference_is_computed_by_asymptote_and_tail_on_each_side():
+    """log(1 + x**2) - log(1 + y**2): x**2 overflows float64 past 1.3e154, where the plain
+    form is inf - inf or inf, and where both args are large and near in ratio their logs
+    cancel. Each arg past |u| = 1 is 2*log|u| + log1p(u**-2), and two such heads are
+    2*log(x/y). Exact values from mpmath at 50 digits, from the expression as written."""
+    import mpmath
+
+    from codegen.stabilize.complements import growth_forms
+
+    ((label, form),) = growth_forms(sp.log(1 + x**2) - sp.log(1 + y**2), (x, y))
+    assert label == "asymptotes"
+    mpmath.mp.dps = 50
+    points = [(1e200, 3e199), (1e200, -0.5), (-1e300, 1e-300), (1e10, -1.1e10), (0.3, -0.7)]
+    for point in points:
+        a, b = (mpmath.mpf(v) for v in point)
+        exact = mpmath.log(1 + a**2) - mpmath.log(1 + b**2)
+        assert abs(_mirror(form, point) - exact) <= 2.0**-48 * abs(exact), point
+
+
+def test_no_asymptote_form_where_nothing_grows_or_no_tail_is_found():
+    from codegen.stabilize.complements import growth_forms
+
+    assert growth_forms(sp.erf(x) - sp.erf(y), (x, y)) == []  # saturates at both ends
+    assert growth_forms(sp.log(1 + x**2) + sp.log(1 + y**2), (x, y)) == []  # not a difference
+    assert growth_forms(sp.asinh(x) - sp.asinh(y), (x, y)) == []  # no rule takes its tail
+
+
+def test_growing_differences_keep_the_promise_far_out():
+    """Two differences of functions that grow like 4*log|u| and 2*u, written before the
+    mechanism (outside the corpus) and not looked at while it was developed: 87 float64
+    failures, and 546 float32 and 474 float64, at the corpus's points before it."""
+    _keeps_the_promise_at_verify("log(1 + x**4) - log(1 + y**4)")
+    _keeps_the_promise_at_verify("log(3 + exp(2*x)) - log(3 + exp(2*y))")

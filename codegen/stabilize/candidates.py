@@ -15,7 +15,7 @@ import sympy as sp
 from codegen.front.functions import erfcx, sigmoid, softplus
 from codegen.judge.numeric import rewritten_under_xla
 from codegen.lower import lower
-from codegen.stabilize.complements import complement_forms
+from codegen.stabilize.complements import complement_forms, growth_forms
 from codegen.stabilize.conjugates import conjugate_forms
 from codegen.stabilize.gamma import gamma_difference_forms
 from codegen.stabilize.lines import line_forms
@@ -264,6 +264,7 @@ def candidates(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[str, sp
             raw += [(f"{label}+{name}+{more}", f) for more, f in spread_forms(form, True)]
             raw += [(f"{label}+{name}+{more}", f) for more, f in reciprocal_forms(form)]
     raw += complement_forms(expr, args)
+    raw += growth_forms(expr, args)
     seen: set[str] = set()
     out: list[tuple[str, sp.Expr]] = []
     for label, form in raw:
