@@ -137,10 +137,10 @@ def _may_cancel(q: sp.Expr, terms: tuple[sp.Expr, ...]) -> bool:
         programs = balls.compile_joint((q, *terms), (_W,))
         with balls.precision(PROBE_PRECISION):
             leaves = [balls.leaf(c) for c in programs[0].leaves]
-            near, far = (_relative_size(programs, w, leaves) for w in PROBE_WS)
+            first, closer = (_relative_size(programs, w, leaves) for w in PROBE_WS)
     except Exception:  # noqa: BLE001 - the compiler and flint raise several kinds; then the series decide
         return True
-    return not (near.is_finite() and far.is_finite() and far > near * SHRINKS)
+    return not (first.is_finite() and closer.is_finite() and closer > first * SHRINKS)
 
 
 def _relative_size(programs, w: float, leaves: list) -> flint.arb:
