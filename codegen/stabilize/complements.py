@@ -34,13 +34,10 @@ COMPLEMENT_LIMIT_SECONDS = 1.0  # of work (`timebound`), per end of the line
 def complement_forms(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[str, sp.Expr]]:
     """The forms (L - g(y)) - (L - g(x)) of a partial g(x) - g(y), one per end of the line
     where g has a finite, non-zero limit L; none for other partials."""
-    if len(args) != 2 or not antisymmetric(expr, args):
+    found = _difference(expr, args)
+    if found is None:
         return []
-    x, y = args
-    scale, expr = expr.as_independent(x, y, as_Add=False)  # (erf(x) - erf(y))/2
-    g = _one_side(expr, x, y)
-    if g is None:
-        return []
+    (x, y), (scale, g) = args, found
     out = []
     for end, name in ((sp.oo, "+inf"), (-sp.oo, "-inf")):
         limit = _limit(g, x, end)
@@ -50,6 +47,16 @@ def complement_forms(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[s
         if tail_y is not None and tail_x is not None:
             out.append((f"tails at {name}", scale * (tail_y - tail_x)))
     return out
+
+
+def _difference(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> tuple[sp.Expr, sp.Expr] | None:
+    """(scale, g) where `expr` is scale*(g(x) - g(y)), g in the first arg; else None."""
+    if len(args) != 2 or not antisymmetric(expr, args):
+        return None
+    x, y = args
+    scale, expr = expr.as_independent(x, y, as_Add=False)  # (erf(x) - erf(y))/2
+    g = _one_side(expr, x, y)
+    return None if g is None else (scale, g)
 
 
 def _one_side(expr: sp.Expr, x: sp.Symbol, y: sp.Symbol) -> sp.Expr | None:
@@ -121,13 +128,11 @@ def growth_forms(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[str, 
     each arg computed past |u| = `SIDE` by its end's asymptote and tail, the heads of two
     args on sides with the same growth subtracted first. log(1 + x**2) - log(1 + y**2) is
     2*log(x/y) + log1p(x**-2) - log1p(y**-2) where both are past 1: x**2 overflows there."""
-    if len(args) != 2 or not antisymmetric(expr, args):
+    found = _difference(expr, args)
+    if found is None:
         return []
-    x, y = args
-    scale, expr = expr.as_independent(x, y, as_Add=False)
-    g = _one_side(expr, x, y)
-    ends = [] if g is None else [_asymptote(g, x, end) for end in (sp.oo, -sp.oo)]
-    ends = [a for a in ends if a is not None]
+    (x, y), (scale, g) = args, found
+    ends = [a for a in (_asymptote(g, x, end) for end in (sp.oo, -sp.oo)) if a is not None]
     if not any(a.c != 0 for a in ends):
         return []
     pieces = [
