@@ -201,15 +201,23 @@ def _taken(b, conds: list[str], i: int) -> str:
     return not_earlier if i == len(conds) else b.emit("logical_and", conds[i], not_earlier)
 
 
+@functools.lru_cache(maxsize=1024)  # each candidate's pieces are lowered again and again
+def _sorted_symbols(exact: sp.Expr) -> tuple[sp.Symbol, ...]:
+    return tuple(sorted(exact.free_symbols, key=str))
+
+
+@functools.lru_cache(maxsize=1024)
+def _is_polynomial(exact: sp.Expr, symbols: tuple[sp.Symbol, ...]) -> bool:
+    return exact.is_polynomial(*symbols)
+
+
 def _guarded(b, pieces: Pieces, i: int, conds: list[str], env) -> dict:
     """`env` with each input of piece i swapped for a safe point where piece i is not taken."""
     exact = pieces.exact[i]
-    symbols = sorted(
-        (s for s in exact.free_symbols if s in env and env[s] not in b.unclipped), key=str
-    )
-    if not symbols or exact.is_polynomial(*symbols):
+    symbols = tuple(s for s in _sorted_symbols(exact) if s in env and env[s] not in b.unclipped)
+    if not symbols or _is_polynomial(exact, symbols):
         return env
-    point = (1.0,) * len(symbols) if _VALUES_ONLY.get() else safe_point(exact, tuple(symbols))
+    point = (1.0,) * len(symbols) if _VALUES_ONLY.get() else safe_point(exact, symbols)
     mask = _taken(b, conds, i)
     return {**env, **{s: b.emit("select", mask, env[s], v) for s, v in zip(symbols, point)}}
 

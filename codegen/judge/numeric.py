@@ -206,12 +206,14 @@ def _flush_subnormals(values: np.ndarray) -> np.ndarray:
     it returns is +0.0 but a flushed negative one, -0.0 (as it always has: the builds'
     bytes depend on it)."""
     tiny = _TINY.get(values.dtype)
-    small = np.abs(values) < (np.finfo(values.dtype).tiny if tiny is None else tiny)
-    if not small.any():
+    tiny = np.finfo(values.dtype).tiny if tiny is None else tiny
+    magnitude = np.abs(values)
+    if not values.size or not np.fmin.reduce(magnitude, axis=None) < tiny:  # fmin skips NaN
         return values
+    small = magnitude < tiny
     out = values.copy()
-    out[small] = 0.0
+    np.putmask(out, small, 0.0)
     negative = small & (values < 0)
     if negative.any():
-        out[negative] = -0.0
+        np.putmask(out, negative, -0.0)
     return out

@@ -105,11 +105,17 @@ def _with_params(form, values):
 def evaluate(form, spec: Spec, points: np.ndarray, dtype: str, path: str = "eager") -> np.ndarray:
     """`form` at `points` (rows), computed in `dtype` as the generated TF code computes it on
     `path` (eager, XLA after its algebraic rewrites, or a graph after Grappler's:
-    `numeric.PATHS`)."""
-    form = _with_params(form, param_values(spec))
-    program = lower([form], _names(spec))
-    columns = {sym.name: points[:, i] for i, sym in enumerate(spec.arg_symbols)}
-    return run(program, columns, dtype, path)[0]
+    `numeric.PATHS`). Outputs at points this build computed the form at before are those
+    (`remembered`): screening rounds look at the same points again."""
+    params = param_values(spec)
+    program = functools.cache(lambda: lower([_with_params(form, params)], _names(spec)))
+
+    def rows_from(first: int) -> np.ndarray:
+        columns = {s.name: points[first:, i] for i, s in enumerate(spec.arg_symbols)}
+        return run(program(), columns, dtype, path)[0][None]
+
+    key = ("evaluate", form, tuple(params.items()), spec.arg_symbols, dtype, path, values_lowered())
+    return outputs_at(key, points, rows_from)[0]
 
 
 def _worst_of(approx: list[np.ndarray], exact: np.ndarray, dtype: str) -> np.ndarray:
