@@ -145,7 +145,8 @@ def run(
                 rewritten = _xla_division(step, producers, values, quotients, np_dtype)
             if rewritten is None:
                 args = [_value(op, values, np_dtype) for op in step.operands]
-                rewritten = _apply(step.op, args, np_dtype)
+                picked = step.op in _PICKS and _all_flushed(step.operands, producers, np_dtype)
+                rewritten = _apply(step.op, args, np_dtype, flush=not picked)
             if path == "xla" and step.op == "mul":
                 _fold_unit_factor(step, quotients)
             values[step.target] = rewritten
@@ -166,7 +167,27 @@ _BOOLEAN = {
 }
 
 
-def _apply(op: str, args: list[np.ndarray], dtype) -> np.ndarray:
+# Ops whose every output is one of their inputs (or its negation): over inputs flushed
+# already, flushing again only turns -0.0 into +0.0 (`_flush_subnormals`), as adding +0.0 does.
+_PICKS = frozenset(
+    {"select", "maximum", "minimum", "clip", "neg", "abs", "no_neg_inf", "no_pos_inf"}
+    | {"where_less", "where_less_equal", "where_greater", "where_greater_equal"}
+)
+
+
+def _all_flushed(operands, producers: dict, dtype) -> bool:
+    """Whether every operand is a step's output (flushed) or a constant that is 0 or normal;
+    program inputs are neither."""
+    for operand in operands:
+        if isinstance(operand, str):
+            if operand not in producers:
+                return False
+        elif operand != 0 and not abs(float(operand)) >= np.finfo(dtype).tiny:
+            return False
+    return True
+
+
+def _apply(op: str, args: list[np.ndarray], dtype, flush: bool = True) -> np.ndarray:
     if op in _BOOLEAN:  # masks of `where` conditions stay boolean
         return _BOOLEAN[op](args[0], args[1])
     if op == "logical_not":
@@ -195,7 +216,10 @@ def _apply(op: str, args: list[np.ndarray], dtype) -> np.ndarray:
         out = np.where(args[0] > args[1], args[2], args[3])
     else:
         out = ALL_FUNCTIONS[op].numpy_func(*args)
-    return _flush_subnormals(np.asarray(out, dtype=dtype))
+    out = np.asarray(out, dtype=dtype)
+    if flush or not out.flags.writeable:
+        return _flush_subnormals(out)
+    return np.add(out, 0, out=out)  # a new array, each op's own
 
 
 _TINY = {np.dtype(t): np.finfo(t).tiny.astype(t) for t in (np.float32, np.float64)}
