@@ -238,6 +238,21 @@ CASES: dict[str, Case] = {
         ),
         untouched=(x * sp.exp(x) + sp.exp(2 * x), x * sp.exp(x) * sp.exp(y)),
     ),
+    "sum_to_product": Case(
+        rewrites=(
+            (sp.cosh(x) - sp.cosh(y), 2 * sp.sinh(x / 2 - y / 2) * sp.sinh(x / 2 + y / 2)),
+            (x + 3 * sp.sin(x) - 3 * sp.sin(2 * y), x + 6 * sp.sin(x / 2 - y) * sp.cos(x / 2 + y)),
+            (sp.cos(x) - sp.cos(y), -2 * sp.sin(x / 2 - y / 2) * sp.sin(x / 2 + y / 2)),
+        ),
+        untouched=(sp.cosh(x) + sp.cosh(y), sp.cos(x) - 2 * sp.cos(y)),
+    ),
+    "extreme_minus_arg": Case(
+        rewrites=(
+            (sp.Max(x, y) - x + 1, sp.Max(0, y - x) + 1),
+            (2 * sp.Min(x, y, 1) - 2 * y + x, x + 2 * sp.Min(0, 1 - y, x - y)),
+        ),
+        untouched=(sp.Max(x, y) - 2 * x + 1, sp.Max(x, y) + x + 1, sp.Max(x, y) - x),
+    ),
     "erf_saturate": Case(
         rewrites=(
             (sp.erf(x), sp.erf(sp.Max(-6, sp.Min(6, x)))),
@@ -393,6 +408,9 @@ UNSTABLE_AT = {
     "log_ratio": (sp.log(x**2 + y**2) - sp.log(x**2), (1e10, 1.0)),
     "log_exp_product": (sp.log(x**2 * sp.exp(x)), (800.0,)),
     "exp_difference": (sp.exp(x) - sp.exp(y), (1e-10, 2e-10)),
+    "sum_to_product": (sp.cosh(x) - sp.cosh(y), (1e-10, 2e-10)),
+    # log(exp(x) + exp(y)) is 40.0 exactly, and less x, 0: softplus(-39) is 1.2e-17
+    "extreme_minus_arg": (sp.log(sp.exp(x) + sp.exp(y)) - x, (40.0, 1.0)),
     # exp(-760) flushes to 0 and x**20 times it is 4e-273: the y term alone is left
     "exp_sum_factor": (x**20 * sp.exp(x) - y * sp.exp(y), (-760.0, -700.0)),
 }

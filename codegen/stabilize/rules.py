@@ -244,6 +244,44 @@ def _exp_difference(node):
     return -c * sp.sign(d) * sp.exp(sp.Max(a, b)) * expm1(-sp.Abs(d)) + others
 
 
+# c*f(a) - c*f(b) as a product whose factors vanish where the terms cancel (half-sums as
+# a/2 + b/2, so neither overflows first); the even cosh and cos cancel near a = -b too.
+_SUM_TO_PRODUCT = {
+    sp.cosh: lambda s, d: 2 * sp.sinh(s) * sp.sinh(d),
+    sp.sinh: lambda s, d: 2 * sp.cosh(s) * sp.sinh(d),
+    sp.cos: lambda s, d: -2 * sp.sin(s) * sp.sin(d),
+    sp.sin: lambda s, d: 2 * sp.cos(s) * sp.sin(d),
+}
+
+
+def _sum_to_product(node):
+    """c*cosh(a) - c*cosh(b) -> 2c*sinh(a/2 + b/2)*sinh(a/2 - b/2); sinh, cos, sin alike."""
+    for func, product in _SUM_TO_PRODUCT.items():
+        found = _opposite_pair(node, func)
+        if found is not None:
+            c, a, b, others = found
+            return c * product(a / 2 + b / 2, a / 2 - b / 2) + others
+    return None
+
+
+def _extreme_minus_arg(node):
+    """c*max(a, b, ...) - c*a + r -> c*max(0, b - a, ...) + r, and min alike, for a sum with
+    other terms r: where a is the extreme, the pair cancels exactly, but only once the two are
+    added first; r added to either of them first is rounded away (log(exp(x) + exp(y)) - x as
+    max(x, y) + softplus(-|x - y|) - x was 0 where it is softplus(y - x))."""
+    if not node.is_Add:
+        return None
+    terms = [t.as_coeff_Mul() for t in node.args]
+    for i, (c, extreme) in enumerate(terms):
+        if extreme.func not in (sp.Max, sp.Min):
+            continue
+        for j, (d, arg) in enumerate(terms):
+            if j != i and d == -c and arg in extreme.args and len(terms) > 2:
+                others = sp.Add(*(t for k, t in enumerate(node.args) if k not in (i, j)))
+                return c * extreme.func(*(t - arg for t in extreme.args)) + others
+    return None
+
+
 def _exp_terms(node) -> tuple[list[tuple[sp.Expr, sp.Expr]], list[sp.Expr]] | None:
     """For a sum: ((coefficient, exponent) of each term that is a product with exactly one
     exp, the other terms); None for other nodes."""
@@ -456,6 +494,12 @@ STABLE_RULES: tuple[Rule, ...] = (
         _exp_sum_factor,
     ),
     Rule("log_exp_factor", "log(exp(a) + r) = a + log(1 + r exp(-a))", _log_exp_factor),
+    Rule(
+        "sum_to_product",
+        "cosh(a) - cosh(b) = 2 sinh((a + b)/2) sinh((a - b)/2); sinh, cos, sin alike",
+        _sum_to_product,
+    ),
+    Rule("extreme_minus_arg", "max(a, b) - a + r = max(0, b - a) + r", _extreme_minus_arg),
     Rule("erfc", "1 + erf(u) = erfc(-u)", _erfc),
     Rule("log_erfc", "log(c erfc(u)) = log(c erfcx(u)) - u**2", _log_erfc),
     Rule("erfc_exp", "exp(a) erfc(u)**k = exp(a - k u**2) erfcx(u)**k", _erfc_exp),
