@@ -204,19 +204,27 @@ def _log_exp_factor(node):
     return a + sp.log(1 + sp.powsimp(rest * sp.exp(-a)))  # exp(y)*exp(-x) as exp(y - x)
 
 
-def _opposite_pair(node, func):
-    """For a sum holding c*func(a) and -c*func(b): (c, a, b, the other terms); else None."""
+def _paired_terms(node, matches):
+    """For a sum holding c*f and -c*g with `matches(c, f, g)`, the first such pair:
+    (c, f, g, the other terms); else None."""
     if not node.is_Add:
         return None
     terms = [t.as_coeff_Mul() for t in node.args]
     for i, (c, f) in enumerate(terms):
-        if f.func is not func:
-            continue
         for j, (d, g) in enumerate(terms):
-            if j != i and g.func is func and d == -c and c > 0:
+            if j != i and d == -c and matches(c, f, g):
                 others = sp.Add(*(t for k, t in enumerate(node.args) if k not in (i, j)))
-                return c, f.args[0], g.args[0], others
+                return c, f, g, others
     return None
+
+
+def _opposite_pair(node, func):
+    """For a sum holding c*func(a) and -c*func(b): (c, a, b, the other terms); else None."""
+    found = _paired_terms(node, lambda c, f, g: f.func is func and g.func is func and c > 0)
+    if found is None:
+        return None
+    c, f, g, others = found
+    return c, f.args[0], g.args[0], others
 
 
 def _log_ratio(node):
@@ -269,17 +277,13 @@ def _extreme_minus_arg(node):
     other terms r: where a is the extreme, the pair cancels exactly, but only once the two are
     added first; r added to either of them first is rounded away (log(exp(x) + exp(y)) - x as
     max(x, y) + softplus(-|x - y|) - x was 0 where it is softplus(y - x))."""
-    if not node.is_Add:
+    if not node.is_Add or len(node.args) < 3:
         return None
-    terms = [t.as_coeff_Mul() for t in node.args]
-    for i, (c, extreme) in enumerate(terms):
-        if extreme.func not in (sp.Max, sp.Min):
-            continue
-        for j, (d, arg) in enumerate(terms):
-            if j != i and d == -c and arg in extreme.args and len(terms) > 2:
-                others = sp.Add(*(t for k, t in enumerate(node.args) if k not in (i, j)))
-                return c * extreme.func(*(t - arg for t in extreme.args)) + others
-    return None
+    found = _paired_terms(node, lambda c, f, g: f.func in (sp.Max, sp.Min) and g in f.args)
+    if found is None:
+        return None
+    c, extreme, arg, others = found
+    return c * extreme.func(*(t - arg for t in extreme.args)) + others
 
 
 def _exp_terms(node) -> tuple[list[tuple[sp.Expr, sp.Expr]], list[sp.Expr]] | None:
