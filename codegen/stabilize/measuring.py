@@ -102,17 +102,25 @@ def _with_params(form, values):
     return form.subs(values)
 
 
+def _lazy_program(form, spec: Spec):
+    """(the spec's param values, a call that lowers `form` with them on first use only)."""
+    params = param_values(spec)
+    return params, functools.cache(lambda: lower([_with_params(form, params)], _names(spec)))
+
+
+def _columns(spec: Spec, rows: np.ndarray) -> dict[str, np.ndarray]:
+    return {s.name: rows[:, i] for i, s in enumerate(spec.arg_symbols)}
+
+
 def evaluate(form, spec: Spec, points: np.ndarray, dtype: str, path: str = "eager") -> np.ndarray:
     """`form` at `points` (rows), computed in `dtype` as the generated TF code computes it on
     `path` (eager, XLA after its algebraic rewrites, or a graph after Grappler's:
     `numeric.PATHS`). Outputs at points this build computed the form at before are those
     (`remembered`): screening rounds look at the same points again."""
-    params = param_values(spec)
-    program = functools.cache(lambda: lower([_with_params(form, params)], _names(spec)))
+    params, program = _lazy_program(form, spec)
 
     def rows_from(first: int) -> np.ndarray:
-        columns = {s.name: points[first:, i] for i, s in enumerate(spec.arg_symbols)}
-        return run(program(), columns, dtype, path)[0][None]
+        return run(program(), _columns(spec, points[first:]), dtype, path)[0][None]
 
     key = ("evaluate", form, tuple(params.items()), spec.arg_symbols, dtype, path, values_lowered())
     return outputs_at(key, points, rows_from)[0]
@@ -231,16 +239,14 @@ def as_shipped(form, spec: Spec, samples: Samples, promoted: bool) -> dict[str, 
     """`form` at the sample points of each dtype, computed as the op will (float32 in float64
     when `promoted`), on its worst path per point (XLA only where its rewrites apply). The
     outputs at points this build computed the form at before are those (`remembered`)."""
-    params = param_values(spec)
-    program = functools.cache(lambda: lower([_with_params(form, params)], _names(spec)))
+    params, program = _lazy_program(form, spec)
     out = {}
     for dtype in accuracy.DTYPES:
         compute = "float64" if dtype == "float32" and promoted else dtype
         points = samples.points[dtype]
 
         def paths_from(first: int, points=points, compute=compute, dtype=dtype) -> np.ndarray:
-            rows_from = points[first:].astype(compute)
-            columns = {s.name: rows_from[:, i] for i, s in enumerate(spec.arg_symbols)}
+            columns = _columns(spec, points[first:].astype(compute))
             with np.errstate(over="ignore"):  # float64 values beyond float32's range round to inf
                 rows = [run(program(), columns, compute, p)[0] for p in paths_for(program())]
                 return np.stack(rows).astype(dtype)
