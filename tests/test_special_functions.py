@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from codegen.front.functions import ALL_FUNCTIONS, erfcx
+from codegen.front.functions import ALL_FUNCTIONS, erfcx, sigmoid, softplus
 from codegen.front.spec import parse_expression
 from codegen.judge import accuracy
 from codegen.judge.numeric import run
@@ -119,3 +119,30 @@ def test_mirror_polygamma_flushes_where_tensorflow_does(n, dtype):
     assert np.array_equal(mirrored == 0, got == 0), (points, mirrored, got)
     assert (got == 0).any() and (got != 0).any()
     np.testing.assert_allclose(mirrored, got, rtol=64 * info.eps)
+
+
+_w = sp.Symbol("w", real=True)
+SERIES_CASES = [  # (a SymPy expression in w, the same function for mpmath)
+    (sigmoid(-_w), lambda v: 1 / (1 + mpmath.exp(v))),
+    (softplus(-_w), lambda v: mpmath.log1p(mpmath.exp(-v))),
+    (sigmoid(_w) * sigmoid(-_w), lambda v: mpmath.exp(v) / (1 + mpmath.exp(v)) ** 2),
+    (
+        softplus(3 * _w) - softplus(_w),
+        lambda v: mpmath.log1p(mpmath.exp(3 * v)) - mpmath.log1p(mpmath.exp(v)),
+    ),
+    (sigmoid(_w**2 - _w), lambda v: 1 / (1 + mpmath.exp(v - v**2))),
+]
+
+
+@pytest.mark.parametrize("expr, exact", SERIES_CASES, ids=[str(e) for e, _ in SERIES_CASES])
+def test_series_of_sigmoid_and_softplus_have_the_taylor_coefficients(expr, exact):
+    """SymPy's generic Taylor term put 0 for the whole argument, so sigmoid(-u)'s series had
+    a u**2 term and sigmoid(u)*sigmoid(-u)'s odd powers. Checked against mpmath's
+    coefficients at 40 digits."""
+    got = sp.Poly(sp.series(expr, _w, 0, 9).removeO(), _w)
+    with mpmath.workdps(40):
+        expected = mpmath.taylor(exact, 0, 8)
+    for power, coefficient in enumerate(expected):
+        assert float(got.coeff_monomial(_w**power)) == pytest.approx(
+            float(coefficient), rel=1e-12, abs=1e-14
+        ), power

@@ -63,6 +63,16 @@ class sigmoid(sp.Function):  # noqa: N801 - SymPy function classes are lower cas
     def _eval_rewrite_as_exp(self, u, **kwargs):
         return 1 / (1 + sp.exp(-u))
 
+    @staticmethod
+    def taylor_term(n, x, *previous_terms):
+        """The x**n term of sigmoid(x) = 1/2 + tanh(x/2)/2 at 0. SymPy's generic term puts 0
+        for the whole argument into the n-th derivative: of sigmoid(-u) that leaves the
+        sigmoid(u) factors standing, and the series came out wrong (a u**2 term), and slow
+        (sigmoid(u)*sigmoid(-u) to 16 terms ran 100 s)."""
+        if n == 0:
+            return sp.Rational(1, 2)
+        return sp.tanh.taylor_term(n, sp.sympify(x) / 2) / 2
+
     def _eval_evalf(self, prec):
         return self.rewrite(sp.exp)._eval_evalf(prec)
 
@@ -92,6 +102,13 @@ class softplus(sp.Function):  # noqa: N801
 
     def _eval_rewrite_as_log(self, u, **kwargs):
         return sp.log(1 + sp.exp(u))
+
+    @staticmethod
+    def taylor_term(n, x, *previous_terms):
+        """The x**n term at 0, from sigmoid's: softplus' = sigmoid (see `sigmoid.taylor_term`)."""
+        if n == 0:
+            return sp.log(2)
+        return sigmoid.taylor_term(n - 1, x) * sp.sympify(x) / n
 
     def _eval_evalf(self, prec):
         return self.rewrite(sp.exp)._eval_evalf(prec)
