@@ -19,6 +19,7 @@ import sympy as sp
 
 from codegen.lower import Regimes
 from codegen.stabilize.rules import apply_rules
+from codegen.stabilize.taylor import fast_log1p
 from codegen.timebound import SymPyTimeout, bounded, budgeted_limit
 
 LINE_SERIES_TERMS = (4, 8, 12, 20)
@@ -156,7 +157,7 @@ def _series_in(reduced: sp.Expr, d: sp.Symbol, terms: int) -> sp.Poly | None:
     SymPy does not find it within `LINE_SERIES_SECONDS`."""
     try:
         with budgeted_limit(LINE_SERIES_SECONDS, "series"):
-            return sp.Poly(sp.series(reduced, d, 0, terms).removeO(), d)
+            return sp.Poly(sp.series(fast_log1p(reduced, d), d, 0, terms).removeO(), d)
     except SymPyTimeout:
         return None
     except Exception:  # noqa: BLE001 - SymPy raises many kinds

@@ -28,6 +28,7 @@ import sympy as sp
 
 from codegen.judge import balls
 from codegen.stabilize.measuring import Candidate
+from codegen.stabilize.taylor import fast_log1p
 from codegen.timebound import SymPyTimeout, budgeted_limit
 
 SERIES_TERMS = (8, 16, 24, 32)  # terms of Q's expansion kept: the fewest that reach
@@ -95,7 +96,7 @@ def _expansion(q: sp.Expr, order: int) -> dict[int, sp.Number] | None:
     powers found within `SERIES_SECONDS`."""
     try:
         with budgeted_limit(SERIES_SECONDS, "sum_series"):
-            return _powers(sp.series(q, _W, 0, order).removeO())
+            return _powers(sp.series(fast_log1p(q, _W), _W, 0, order).removeO())
     except SymPyTimeout:
         return None
     except Exception:  # noqa: BLE001 - SymPy raises many kinds

@@ -11,6 +11,7 @@ bound of its own, so each expansion runs under a bound of work (`timebound`).
 from __future__ import annotations
 
 import sympy as sp
+from sympy.codegen.cfunctions import log1p
 
 from codegen.timebound import SymPyTimeout, budgeted_limit
 
@@ -57,11 +58,24 @@ def series_forms(expr: sp.Expr, arg: sp.Symbol, point: int = 0) -> list[tuple[st
 
 
 def _taylor(expr: sp.Expr, arg: sp.Symbol, point: int, terms: int) -> list[tuple[str, sp.Expr]]:
-    longest = sp.series(expr, arg, point, terms).removeO()
+    longest = sp.series(fast_log1p(expr, arg, point), arg, point, terms).removeO()
     in_arg = [f for f in longest.atoms(sp.log) if arg in f.free_symbols]
     if in_arg or longest.has(sp.Order, sp.I) or not longest.is_polynomial(arg):
         return []  # log(arg): no Taylor series; I: complex at 0
     return _truncations(sp.Poly(longest, arg), arg, terms)
+
+
+def fast_log1p(expr: sp.Expr, arg: sp.Symbol, point=0) -> sp.Expr:
+    """`expr` with log(1 + u) for each log1p(u) whose u is a function of `arg` alone and 0 at
+    `point`: the same series at `point`, with the same rational coefficients, found 25 times
+    faster (SymPy's Taylor term of log1p differentiates it from scratch for every power: 1.3 s
+    to 36 terms, against 0.05 s for log(1 + u))."""
+
+    def plain_where_vanishing(u):
+        vanishes = u.free_symbols == {arg} and u.subs(arg, point) == 0
+        return sp.log(1 + u) if vanishes else log1p(u)
+
+    return expr.replace(log1p, plain_where_vanishing) if expr.has(log1p) else expr
 
 
 def _truncations(poly: sp.Poly, arg: sp.Symbol, most: int) -> list[tuple[str, sp.Expr]]:
