@@ -45,7 +45,14 @@ def _remember(key: tuple, out: np.ndarray) -> None:
 
 
 def _memo_key(name: str, arrays: list[np.ndarray]) -> tuple:
-    return (name, *((a.dtype.str, a.shape, hashlib.blake2b(a.tobytes()).digest()) for a in arrays))
+    """The function and its inputs' dtypes, shapes and SHA-1 digests of their bytes: a third
+    of blake2b's time where the processor has SHA instructions (both are far from any
+    accidental collision), read from the array's own buffer without a copy."""
+    return (name, *((a.dtype.str, a.shape, _digest(a)) for a in arrays))
+
+
+def _digest(array: np.ndarray) -> bytes:
+    return hashlib.sha1(np.ascontiguousarray(array), usedforsecurity=False).digest()
 
 
 def portable(ufunc, wide=None):
