@@ -76,6 +76,24 @@ def test_series_in_the_difference_hold_on_the_line():
     assert _bits(_float64(series["series x - y<12>"], rows), exact).max() <= 2.0
 
 
+def test_the_longest_line_series_is_tried_only_where_it_can_finish(monkeypatch):
+    """A series that runs to its bound costs the whole bound. atan(x) - atan(y) takes most of
+    the bound to 12 terms, so 20 are not tried; erf(x) - erf(y) takes little, and gets 20
+    terms, as it did when 20 were always tried first."""
+    from codegen.stabilize import lines
+
+    tried = []
+    series_in = lines._series_in
+    monkeypatch.setattr(
+        lines, "_series_in", lambda r, d, terms: tried.append(terms) or series_in(r, d, terms)
+    )
+    atan_labels = [label for label, _ in line_series(sp.atan(x) - sp.atan(y), (x, y))]
+    assert tried == [12] and atan_labels[-1] == "series x - y<12>"
+    tried.clear()
+    erf_labels = [label for label, _ in line_series(sp.erf(x) - sp.erf(y), (x, y))]
+    assert tried == [12, 20] and erf_labels[-1] == "series x - y<20>"
+
+
 def test_the_point_on_the_line_gets_its_value():
     form = dict(line_forms(DIVDIFF, (x, y)))["line x - y"]
 
