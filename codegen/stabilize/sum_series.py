@@ -27,6 +27,7 @@ import flint
 import sympy as sp
 
 from codegen.judge import balls
+from codegen.stabilize import power_series
 from codegen.stabilize.measuring import Candidate
 from codegen.stabilize.taylor import fast_log1p
 from codegen.timebound import SymPyTimeout, budgeted_limit
@@ -93,7 +94,11 @@ def _groups(terms: tuple, substitution: tuple, other) -> tuple:
 @functools.lru_cache(maxsize=512)  # screening rounds, passes and forms meet the same sums
 def _expansion(q: sp.Expr, order: int) -> dict[int, sp.Number] | None:
     """{power: coefficient} of q's expansion at w = 0 below w**order, or None: none in integer
-    powers found within `SERIES_SECONDS`."""
+    powers found within `SERIES_SECONDS`. Exact series arithmetic first (`power_series`),
+    SymPy's series where q leaves rational coefficients."""
+    exact = power_series.expansion(q, _W, order)
+    if exact is not None:
+        return exact
     try:
         with budgeted_limit(SERIES_SECONDS, "sum_series"):
             return _powers(sp.series(fast_log1p(q, _W), _W, 0, order).removeO())

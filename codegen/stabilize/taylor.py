@@ -13,6 +13,7 @@ from __future__ import annotations
 import sympy as sp
 from sympy.codegen.cfunctions import log1p
 
+from codegen.stabilize import power_series
 from codegen.timebound import SymPyTimeout, budgeted_limit
 
 SERIES_TERMS = (3, 6, 10, 16)
@@ -58,6 +59,11 @@ def series_forms(expr: sp.Expr, arg: sp.Symbol, point: int = 0) -> list[tuple[st
 
 
 def _taylor(expr: sp.Expr, arg: sp.Symbol, point: int, terms: int) -> list[tuple[str, sp.Expr]]:
+    exact = power_series.expansion(expr, arg, terms) if point == 0 else None
+    if exact is not None:  # rational coefficients, found by exact series arithmetic
+        if any(power < 0 for power in exact):
+            return []  # a pole at 0: no Taylor series
+        return _truncations(sp.Poly.from_dict({(p,): c for p, c in exact.items()}, arg), arg, terms)
     longest = sp.series(fast_log1p(expr, arg, point), arg, point, terms).removeO()
     in_arg = [f for f in longest.atoms(sp.log) if arg in f.free_symbols]
     if in_arg or longest.has(sp.Order, sp.I) or not longest.is_polynomial(arg):
