@@ -137,7 +137,7 @@ def _on_the_line(reduced: sp.Expr, d: sp.Symbol) -> sp.Expr | None:
 
 def line_series(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[str, sp.Expr]]:
     """Taylor polynomials in d = x - y about 0, coefficients in y, several degrees: those up
-    to the most terms SymPy finds within `LINE_SERIES_SECONDS` (tried from the most down)."""
+    to the most terms SymPy finds within `LINE_SERIES_SECONDS` (`_longest_series`)."""
     if split_difference(expr, args) is None:
         return []
     d, reduced = _in_difference(expr, args)
