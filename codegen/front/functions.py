@@ -71,7 +71,7 @@ class sigmoid(sp.Function):  # noqa: N801 - SymPy function classes are lower cas
         (sigmoid(u)*sigmoid(-u) to 16 terms ran 100 s)."""
         if n == 0:
             return sp.Rational(1, 2)
-        return sp.tanh.taylor_term(n, sp.sympify(x) / 2) / 2
+        return sp.tanh.taylor_term(n, x / 2) / 2
 
     def _eval_evalf(self, prec):
         return self.rewrite(sp.exp)._eval_evalf(prec)
@@ -108,7 +108,7 @@ class softplus(sp.Function):  # noqa: N801
         """The x**n term at 0, from sigmoid's: softplus' = sigmoid (see `sigmoid.taylor_term`)."""
         if n == 0:
             return sp.log(2)
-        return sigmoid.taylor_term(n - 1, x) * sp.sympify(x) / n
+        return sigmoid.taylor_term(n - 1, x) * x / n
 
     def _eval_evalf(self, prec):
         return self.rewrite(sp.exp)._eval_evalf(prec)

@@ -82,7 +82,7 @@ def _coefficients(value: _Laurent, order: int) -> dict[int, sp.Rational]:
     for index, c in enumerate(value.series.coeffs()):
         power = value.shift + index
         if power < order and c != 0:
-            out[power] = sp.Rational(int(c.p), int(c.q))
+            out[power] = _rational(c)
     return out
 
 
@@ -159,7 +159,7 @@ def _power(base: _Laurent, exponent: sp.Expr) -> _Laurent:
         series = base.series if n >= 0 else base.series.inv()
         return _Laurent(base.shift * n, series ** abs(n))
     shift = base.shift * exponent
-    lead = sp.Rational(_rational(base.series.coeffs()[0])) ** exponent
+    lead = _rational(base.series.coeffs()[0]) ** exponent
     if not (shift.is_Integer and lead.is_Rational and lead > 0):
         raise NoRationalSeries("a root with no rational series")
     unit = base.series * (1 / base.series.coeffs()[0])  # first coefficient 1
