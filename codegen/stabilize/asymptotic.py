@@ -66,7 +66,17 @@ def _expansion(expr: sp.Expr, arg: sp.Symbol, point) -> sp.Expr | None:
     return _series_at_infinity(prepared, arg)
 
 
+# Functions SymPy has no expansion at oo for (asinh(x) - log(2*x) raised PoleError), written
+# as the logs it expands: log(x + sqrt(x**2 + 1)) - log(2*x) = 1/(4*x**2) - ...
+_INVERSE_HYPERBOLIC = (sp.asinh, sp.acosh, sp.atanh, sp.acoth)
+
+
+def _in_logs(expr: sp.Expr) -> sp.Expr:
+    return expr.replace(lambda n: isinstance(n, _INVERSE_HYPERBOLIC), lambda n: n.rewrite(sp.log))
+
+
 def _series_at_infinity(prepared: sp.Expr, arg: sp.Symbol) -> sp.Expr | None:
+    prepared = _in_logs(prepared)
     if _leading_terms_unusable(prepared, arg):
         return None
     try:  # the whole expansion under one bound: expanding a long series can cost more

@@ -90,10 +90,16 @@ def _merged_opposites(node: sp.Expr) -> sp.Expr:
 
 def _distribute_term(term: sp.Expr) -> sp.Expr:
     """c*(k + v)*F as c*k*F + c*v*F for each sum with a constant term k; other sums (x - y)
-    stay whole, multiplied out they would cancel."""
+    stay whole, multiplied out they would cancel. A product with one sum, of any terms, over
+    factors that are no sums is multiplied out too: (x**3/6 - x + sin(x))/x**5 as
+    x**-2/6 - x**-4 + sin(x)/x**5, each term scaled alone, where the whole numerator
+    overflows (x > 1e102 in float64) though the quotient is a normal number."""
     if not term.is_Mul:
         return term
     sums = [f for f in term.args if f.is_Add and split_constant(f)[0] != 0]
+    every_sum = [f for f in term.args if f.is_Add]
+    if not sums and len(every_sum) == 1:
+        sums = every_sum
     if not sums:
         return term
     rest = sp.Mul(*(f for f in term.args if f not in sums))

@@ -45,8 +45,9 @@ def sign_branch_forms(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[
     if split not in args or not coefficient.is_Rational:
         return []
     e = sp.Dummy("E", positive=True)
-    below = _piece(written, ratios, e, 1)  # u < 0: exp(u) = E
-    above = _piece(written, ratios, e, -1)  # u >= 0: exp(u) = 1/E
+    toward = 1 if coefficient > 0 else -1  # the sign of split where u >= 0
+    below = _piece(_on_side(written, split, -toward), ratios, e, 1)  # u < 0: exp(u) = E
+    above = _piece(_on_side(written, split, toward), ratios, e, -1)  # u >= 0: exp(u) = 1/E
     if below is None or above is None:
         return []
     total = not (_has_pole(below, e) or _has_pole(above, e))
@@ -62,6 +63,12 @@ def sign_branch_forms(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[
         else:
             out.append((f"sign branches {name}", Regimes(split, (0.0,), pieces, (), total)))
     return out
+
+
+def _on_side(expr: sp.Expr, split: sp.Symbol, sign: int) -> sp.Expr:
+    """`expr` where `split` has the sign `sign`: its sign(split) and |split| written out
+    (tanh(x) - sign(x) is (E - 1)/(E + 1) + 1 = 2*E/(E + 1) for x < 0, with E = exp(2*x))."""
+    return expr.xreplace({sp.sign(split): sign, sp.Abs(split): sign * split})
 
 
 def _piece(expr: sp.Expr, ratios: dict, e: sp.Dummy, side: int) -> sp.Expr | None:

@@ -32,8 +32,20 @@ OTHER_SYMBOLS_SERIES_SECONDS = (0.6, 1.5)  # the longest series, then the fallba
 def series_candidates(expr: sp.Expr, arg: sp.Symbol) -> list[tuple[str, sp.Expr]]:
     """Taylor series of `expr` at 0 (truncated at several lengths) and the zero form, for
     regimes of a one-arg function: pieces near a removable singularity, or where the value
-    underflows (exact there, and never NaN)."""
-    return [*series_forms(expr, arg), ("series zero", sp.S.Zero)]
+    underflows (exact there, and never NaN). Where `expr` has a kink at 0 (|x|, sign(x)),
+    its series from the left too: SymPy expands from the right, and log(cosh(x)) - |x| is
+    -x + x**2/2 - ... there but x + x**2/2 - ... for x < 0."""
+    return [*series_forms(expr, arg), *_from_the_left(expr, arg), ("series zero", sp.S.Zero)]
+
+
+def _from_the_left(expr: sp.Expr, arg: sp.Symbol) -> list[tuple[str, sp.Expr]]:
+    """The series of `expr` at 0 for arg < 0, from the series of expr(-arg) at 0 from the
+    right, where `expr` has an |u| or sign(u) of `arg`; else none."""
+    kinks = [k for k in expr.atoms(sp.Abs, sp.sign) if arg in k.free_symbols]
+    if not kinks:
+        return []
+    mirrored = series_forms(expr.subs(arg, -arg), arg)
+    return [(f"{label} left", form.subs(arg, -arg)) for label, form in mirrored]
 
 
 def series_forms(expr: sp.Expr, arg: sp.Symbol, point: int = 0) -> list[tuple[str, sp.Expr]]:
