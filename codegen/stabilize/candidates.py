@@ -20,6 +20,7 @@ from codegen.stabilize.conjugates import conjugate_forms
 from codegen.stabilize.gamma import gamma_difference_forms
 from codegen.stabilize.lines import line_forms
 from codegen.stabilize.logs import log_ratio_forms
+from codegen.stabilize.monomials import monomial_forms
 from codegen.stabilize.powers import power_difference_forms
 from codegen.stabilize.products import (
     absorbed_forms,
@@ -270,6 +271,7 @@ def candidates(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[str, sp
             raw += [(f"{label}+{name}+{more}", f) for more, f in spread_forms(form, True)]
             raw += [(f"{label}+{name}+{more}", f) for more, f in reciprocal_forms(form)]
     raw += complement_forms(expr, args)
+    raw += monomial_forms(expr, args)
     raw += growth_forms(expr, args)
     seen: set[str] = set()
     out: list[tuple[str, sp.Expr]] = []

@@ -27,6 +27,7 @@ from codegen.front.functions import hypot
 from codegen.front.spec import Spec
 from codegen.stabilize.lines import line_series, split_difference
 from codegen.stabilize.measuring import P99_ROOM_BITS, Candidate, Samples, measured
+from codegen.stabilize.monomials import monomial_series, of_one_monomial
 from codegen.stabilize.per_dtype import DTYPES, dtype_regimes
 from codegen.stabilize.refinements import (
     compensated_forms,
@@ -154,6 +155,10 @@ def _regime_stages(search: Search, best: Candidate, record: Measured) -> Candida
         on = _line_coordinate(partial.expr, spec.arg_symbols)
         record.add(search, line_series(partial.expr, spec.arg_symbols))
         best = _split_on_expression(search, on, best, record)
+    monomial = of_one_monomial(partial.expr, spec.arg_symbols)
+    if monomial is not None and needs_regimes(best, MARGIN_BITS):
+        record.add(search, monomial_series(partial.expr, spec.arg_symbols))
+        best = _split_on_expression(search, monomial, best, record, per_dtype=True)
     columns = regime_columns(spec, partial)
     multi, last_order = len(spec.args) > 1, partial.order == spec.order
     for column in columns if needs_regimes(best, MARGIN_BITS) else ():
@@ -163,12 +168,12 @@ def _regime_stages(search: Search, best: Candidate, record: Measured) -> Candida
         split = Split(column, len(columns) == 1, len(columns) == 1 or not last_order or last)
         with refining() if multi and last_order else nullcontext():
             best = _with_regimes(search, split, best, record)
-    for monomial in split_expressions(partial.expr, spec.arg_symbols) if len(columns) > 1 else ():
-        if monomial in (line, on) or (last_order and monomial.func is hypot):
+    for expression in split_expressions(partial.expr, spec.arg_symbols) if len(columns) > 1 else ():
+        if expression in (line, on, monomial) or (last_order and expression.func is hypot):
             continue  # the last order's backward pass meets the pieces' unclipped NaN
         if needs_regimes(best, MARGIN_BITS) and refine_left():
             with refining():
-                best = _split_on_expression(search, monomial, best, record)
+                best = _split_on_expression(search, expression, best, record)
     return best
 
 
@@ -239,18 +244,33 @@ def _fixes_more(piecewise: Candidate, best: Candidate) -> Candidate:
     return piecewise if piecewise.rank()[:keys] < best.rank()[:keys] else best
 
 
-def _split_on_expression(search: Search, monomial, best: Candidate, record: Measured):
+def _split_on_expression(
+    search: Search, monomial, best: Candidate, record: Measured, per_dtype: bool = False
+):
     """`best`, or regimes split on the value of `monomial` (x*y, hypot(x, y), x - y or y/x
     on the line, whose series in x - y the caller measured first) that beat it, from the
-    forms measured so far (the series in each arg among them)."""
-    spec, partial, samples = search.spec, search.partial, search.samples
+    forms measured so far (the series in each arg among them). `per_dtype`: regimes chosen
+    on each dtype's points alone are measured too, for that dtype's own form: a piece where
+    x*y underflows float64 holds no float32 point, and joint regimes need points of both."""
+    spec, samples = search.spec, search.samples
     at = coordinate(monomial, spec.arg_symbols)
     tried = record.plain(search.banned_on())
     joint = best_regimes(tried, record.bits, samples.points, monomial, coordinate=at)
     if joint is None:
         return best
-    form = within_domain(joint.form, spec.arg_symbols, spec.domain, partial.expr)
-    label = f"regimes in {sp.sstr(monomial)}({joint.label})"
-    candidate, _ = _measured(label, form, search)
+    candidate = _measured_split(search, monomial, f"({joint.label})", joint)
     record.tried.append(candidate)
+    for dtype in DTYPES if per_dtype and not search.promoted else ():
+        own = {dtype: samples.points[dtype]}
+        regimes = best_regimes(tried, record.bits, own, monomial, coordinate=at)
+        if regimes is not None:
+            label = f" {dtype}({regimes.label})"
+            record.tried.append(_measured_split(search, monomial, label, regimes))
     return _fixes_more(candidate, best)
+
+
+def _measured_split(search: Search, monomial, label: str, regimes) -> Candidate:
+    spec = search.spec
+    form = within_domain(regimes.form, spec.arg_symbols, spec.domain, search.partial.expr)
+    candidate, _ = _measured(f"regimes in {sp.sstr(monomial)}{label}", form, search)
+    return candidate
