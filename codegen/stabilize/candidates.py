@@ -91,15 +91,16 @@ def _merged_opposites(node: sp.Expr) -> sp.Expr:
 
 def _distribute_term(term: sp.Expr) -> sp.Expr:
     """c*(k + v)*F as c*k*F + c*v*F for each sum with a constant term k; other sums (x - y)
-    stay whole, multiplied out they would cancel. A product with one sum, of any terms, over
-    factors that are no sums is multiplied out too: (x**3/6 - x + sin(x))/x**5 as
+    stay whole, multiplied out they would cancel. A sum of any terms times a monomial (a
+    number and powers of symbols) is multiplied out too: (x**3/6 - x + sin(x))/x**5 as
     x**-2/6 - x**-4 + sin(x)/x**5, each term scaled alone, where the whole numerator
     overflows (x > 1e102 in float64) though the quotient is a normal number."""
     if not term.is_Mul:
         return term
     sums = [f for f in term.args if f.is_Add and split_constant(f)[0] != 0]
     every_sum = [f for f in term.args if f.is_Add]
-    if not sums and len(every_sum) == 1:
+    others = [f for f in term.args if not f.is_Add]
+    if not sums and len(every_sum) == 1 and all(map(_monomial_factor, others)):
         sums = every_sum
     if not sums:
         return term
@@ -108,6 +109,12 @@ def _distribute_term(term: sp.Expr) -> sp.Expr:
     for s in sums:
         out = [partial * piece for partial in out for piece in s.args]
     return sp.Add(*out)
+
+
+def _monomial_factor(factor: sp.Expr) -> bool:
+    """A number, a symbol, or a symbol's integer power."""
+    base, exponent = factor.as_base_exp()
+    return bool(factor.is_number or (base.is_Symbol and exponent.is_Integer))
 
 
 def _distributed(expr: sp.Expr) -> sp.Expr:
