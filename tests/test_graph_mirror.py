@@ -117,3 +117,33 @@ def test_only_programs_grappler_regroups_get_the_graph_path():
     assert not regrouped_in_graphs(left_deep)  # ((x + y) + z) is one AddN in the same order
     assert paths_for(left_deep) == ("eager",)
     assert paths_for(PRODUCT) == ("eager", "graph")
+
+
+# A subnormal constant: TensorFlow on CPU reads it as 0, in comparisons and in arithmetic.
+SUBNORMAL = 5.562684646268003e-309  # a regime bound once placed between 0 and a float64 normal
+BELOW = _program(("out", "less", ("x", SUBNORMAL)))
+SCALED = _program(("out", "mul", ("x", SUBNORMAL)))
+
+
+def test_a_subnormal_constant_is_zero_in_the_mirror_as_in_tensorflow():
+    x = np.array([0.0, 1.0], dtype=np.float64)
+    assert run(BELOW, {"x": x}, "float64")[0].tolist() == [False, False]
+    assert run(SCALED, {"x": x}, "float64")[0].tolist() == [0.0, 0.0]
+    tensor = tf.constant(x)
+    assert tf.math.less(tensor, SUBNORMAL).numpy().tolist() == [False, False]
+    assert tf.math.multiply(tensor, SUBNORMAL).numpy().tolist() == [0.0, 0.0]
+
+
+def test_no_regime_bound_is_a_float64_subnormal():
+    """A split on y/x, whose values below float64's smallest normal TF flushes to 0, is
+    y/x <= 0 there, not a subnormal bound that TF reads as 0 (y*log(1 + x/y) - x once split
+    at 5.56e-309, and its value was inf at x = 8.2e250, y = 6.9e-82)."""
+    import sympy as sp
+
+    from codegen.stabilize.regimes import _split
+    from codegen.stabilize.split_on import coordinate
+
+    x, y = sp.symbols("x y", positive=True)
+    values = coordinate(y / x, (x, y))(np.array([[8.2e250, 6.9e-82], [1.0, 5.6e-309]]))
+    assert values.tolist() == [0.0, 0.0]
+    assert _split(0.0, 5.6e-309) == (0.0, True)

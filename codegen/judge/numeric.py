@@ -45,9 +45,12 @@ _UNARY = {
 
 
 def _value(operand, values: dict, dtype) -> np.ndarray:
+    """A step's output, or a constant as TensorFlow on CPU reads it: a subnormal one as 0
+    (it treats subnormal operands as 0, so x < 5.6e-309 is False at x = 0 in float64)."""
     if isinstance(operand, str):
         return values[operand]
-    return np.asarray(operand, dtype=dtype)
+    constant = np.asarray(operand, dtype=dtype)
+    return constant if not 0 < abs(constant) < _TINY[constant.dtype] else np.zeros((), dtype)
 
 
 PATHS = ("eager", "xla", "graph")

@@ -152,8 +152,9 @@ def _running_argmin(values: np.ndarray) -> np.ndarray:
 def simplest_between(lo: float, hi: float) -> float:
     """The simplest float in (lo, hi]: 0, then ± a power of two, then the shortest decimal;
     the simplest whose float32 rounding lies in (lo, hi] too where there is one, so that the
-    bound splits float32 inputs where it splits float64 ones."""
-    fits = [value for value in _simplest_first(lo, hi) if lo < value <= hi]
+    bound splits float32 inputs where it splits float64 ones. A float64 subnormal is no bound
+    (TensorFlow on CPU compares it as 0: `_in_float64`)."""
+    fits = [value for value in _simplest_first(lo, hi) if lo < _in_float64(value) <= hi]
     for value in fits:
         if lo < _in_float32(value) <= hi:
             return value
@@ -180,6 +181,11 @@ def _in_float32(value: float) -> float:
     return rounded if abs(rounded) >= np.finfo(np.float32).tiny else 0.0
 
 
+def _in_float64(value: float) -> float:
+    """`value` as a float64 constant compares on CPU: 0 where it is subnormal."""
+    return value if abs(value) >= np.finfo(np.float64).tiny else 0.0
+
+
 def _split(lo: float, hi: float) -> tuple[float, bool]:
     """(bound, closed) for a split between neighbouring samples lo < hi.
 
@@ -188,7 +194,8 @@ def _split(lo: float, hi: float) -> tuple[float, bool]:
     float32's smallest normal), the split is `x <= lo` instead: float32 compares exactly there.
     """
     bound = simplest_between(lo, hi)
-    if not lo < _in_float32(bound) <= hi and _in_float32(lo) == lo:
+    compared = (_in_float32(bound), _in_float64(bound))
+    if not all(lo < c <= hi for c in compared) and _in_float32(lo) == lo:
         return lo, True
     return bound, False
 

@@ -84,7 +84,16 @@ def _monomial(node: sp.Mul, args) -> sp.Expr | None:
 
 def coordinate(monomial: sp.Expr, args: tuple[sp.Symbol, ...]):
     """A function of sample points (one column per arg) giving `monomial`'s values in
-    float64: inf where they overflow, NaN for 0 * inf."""
+    float64: inf where they overflow, NaN for 0 * inf, 0 where they are subnormal (as
+    TensorFlow on CPU computes them: a bound between 1e-320 and a normal would be one)."""
+    return lambda points: _flushed(_unflushed(monomial, args)(points))
+
+
+def _flushed(values: np.ndarray) -> np.ndarray:
+    return np.where(np.abs(values) < np.finfo(np.float64).tiny, 0.0, values)
+
+
+def _unflushed(monomial: sp.Expr, args: tuple[sp.Symbol, ...]):
     if monomial.is_Add:  # args[0] - args[1], from `lines.split_difference`
         return lambda points: points[:, 0].astype(np.float64) - points[:, 1].astype(np.float64)
     if monomial.func is hypot:
