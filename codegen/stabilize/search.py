@@ -7,7 +7,9 @@ candidate measured on the way (for `hogen explain`).
 The stages run while the best form misses the promise or its margin (`MARGIN_BITS`):
 compensated differences, forms at scaled args (several args), halved sums, sums that cancel
 in a monomial of the args written as series in it (`sum_series`); then regimes on
-the line x - y where it divides the denominator (`lines`), on each arg the partial depends
+the line x - y where it divides the denominator (`lines`), on a monomial w of the args where
+the partial is a power of one arg times a function of w (`monomials`, with w's series as
+pieces, also per dtype), on each arg the partial depends
 on in turn (one arg's regimes may be a piece of the next's, with series and one-term
 approximations as pieces), and on the products and magnitudes of args that occur in it
 (`split_on`). Stages of a spec of several args that only refine share the build's refine
@@ -146,8 +148,9 @@ def _loses_bits(best: Candidate) -> bool:
 
 
 def _regime_stages(search: Search, best: Candidate, record: Measured) -> Candidate:
-    """Regimes on the line x - y first (no threshold on one arg follows it), then on each
-    arg, then on products and magnitudes of args, while the best misses the margin."""
+    """Regimes on the line x - y first (no threshold on one arg follows it), then on the
+    monomial the partial is a function of (`monomials`), then on each arg, then on products
+    and magnitudes of args, while the best misses the margin."""
     spec, partial = search.spec, search.partial
     line = split_difference(partial.expr, spec.arg_symbols)
     on = line
