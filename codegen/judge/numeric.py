@@ -225,7 +225,7 @@ def _apply(op: str, args: list[np.ndarray], dtype, flush: bool = True) -> np.nda
     return np.add(out, 0, out=out)  # a new array, each op's own
 
 
-_TINY = {np.dtype(t): np.finfo(t).tiny.astype(t) for t in (np.float32, np.float64)}
+_TINY = {np.dtype(t): np.finfo(t).tiny.astype(t) for t in (np.float16, np.float32, np.float64)}
 
 
 def _flush_subnormals(values: np.ndarray) -> np.ndarray:
