@@ -472,7 +472,7 @@ def test_exact_sum_is_fsums_correctly_rounded_sum_in_any_order():
 
 
 def test_the_mirror_flushes_subnormals_to_signed_zero_and_writes_no_negative_zero():
-    from codegen.judge.numeric import _flush_subnormals
+    from codegen.judge.mirror_ops import _flush_subnormals
 
     for dtype in DTYPES:
         sub = np.finfo(dtype).tiny / 4

@@ -17,8 +17,10 @@ from sympy.codegen.cfunctions import expm1, log1p
 
 from codegen.front.functions import sigmoid, softplus
 from codegen.judge import accuracy
-from codegen.judge.numeric import _apply, _value, run  # the private pair: one interpreter step
-from codegen.lower import Regimes, lower, lower_each, op_count
+from codegen.judge.graphs import regrouped
+from codegen.judge.mirror_ops import _PICKS, _all_flushed, _apply, _value  # one interpreter step
+from codegen.judge.numeric import PATHS, run, run_paths
+from codegen.lower import Program, Regimes, Step, lower, lower_each, op_count
 
 x, y = sp.symbols("x y", real=True)
 ENV = {x: "x", y: "y"}
@@ -218,3 +220,69 @@ def test_regimes_share_subexpressions_with_other_outputs():
     (out, plain) = run(program, {"x": np.array([-2.0, 2.0])}, "float64")
     np.testing.assert_allclose(out, [math.exp(-2.0), math.exp(-2.0)])
     np.testing.assert_allclose(plain, [math.exp(-2.0), math.exp(2.0)])
+
+
+def _step_by_step(program, inputs: dict, dtype: str) -> list[np.ndarray]:
+    """The program interpreted one step at a time, each op through `_apply`: what the
+    straight-line runner (`numeric._straight`) must reproduce bit for bit."""
+    np_dtype = np.dtype(dtype)
+    values = {k: np.asarray(v, dtype=np_dtype) for k, v in inputs.items()}
+    made = set()
+    with np.errstate(all="ignore"):
+        for step in program.steps:
+            args = [_value(o, values, np_dtype) for o in step.operands]
+            picked = step.op in _PICKS and _all_flushed(step.operands, made, np_dtype)
+            values[step.target] = _apply(step.op, args, np_dtype, flush=not picked)
+            made.add(step.target)
+    return [np.broadcast_to(_value(o, values, np_dtype), XS.shape) for o in program.outputs]
+
+
+# Forms with pieces, masks, constants (0.0 and -0.0 among them), picks and transcendentals.
+STRAIGHT_FORMS = [
+    sp.Piecewise((log1p(sp.exp(x)), x < 20), (x, True)) * y - sp.Float(-0.0) * x,
+    sp.Max(x, y) - sp.Min(x, 0) + sp.Abs(y) * x,
+    sigmoid(x - y) * softplus(-x) / (1 + x**2) + expm1(y / 3),
+    sp.sqrt(x**2 + y**2) - x + sp.Float(1e-310) * y,
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("form", STRAIGHT_FORMS, ids=range(len(STRAIGHT_FORMS)))
+def test_the_straight_line_runner_matches_the_step_by_step_interpreter(form, dtype):
+    """Every path's outputs, run together (eager mode's steps reused) and alone, are the
+    step-by-step interpreter's to the bit (the graph path: of the regrouped program)."""
+    program = lower([form, form * y - x / 7], ENV)
+    inputs = {"x": XS * 1e-36, "y": YS} if dtype == "float32" else {"x": XS * 1e-306, "y": YS}
+    for scale in (1.0, None):
+        columns = inputs if scale is None else {"x": XS, "y": YS}
+        together = run_paths(program, columns, dtype, PATHS)
+        for path, outputs in zip(PATHS, together, strict=True):
+            alone = run(program, columns, dtype, path)
+            for a, b in zip(outputs, alone, strict=True):
+                assert a.tobytes() == b.tobytes()
+        for path, steps_of in (("eager", program), ("graph", regrouped(program))):
+            expected = _step_by_step(steps_of, columns, dtype)
+            got = run(program, columns, dtype, path)
+            assert [a.tobytes() for a in got] == [b.tobytes() for b in expected]
+
+
+def test_the_straight_line_runner_keeps_the_regrouped_root_of_its_own():
+    """0.5*s*(x/p)*(x/q) in float32, regrouped (0.5*s)*((x/p)*(x/q)) in graphs: the product
+    of the quotients is subnormal there, so the graph's root is 0 where eager mode's is a
+    normal number. The root keeps its name in both programs; eager mode's value must not
+    be reused for it."""
+    steps = [
+        ("a", "mul", ("s", 0.5)),
+        ("t1", "div", ("x", "p")),
+        ("b", "mul", ("a", "t1")),
+        ("t2", "div", ("x", "q")),
+        ("out", "mul", ("b", "t2")),
+    ]
+    program = Program(tuple(Step(*s) for s in steps), ("out",))
+    inputs = {
+        k: np.full(8, v, np.float32)
+        for k, v in dict(x=1.0859735e-20, s=5.07, p=-0.197, q=0.0985).items()
+    }
+    eager, xla, graph = (outs[0] for outs in run_paths(program, inputs, "float32", PATHS))
+    assert eager[0] < -1.5e-38 and graph[0] == 0.0  # a normal float32, and zero
+    assert graph.tobytes() == _step_by_step(regrouped(program), inputs, "float32")[0].tobytes()

@@ -18,47 +18,23 @@ compiles, to a fixed point (`(A/B)/(C/D)` becomes `(A*D)/(B*C)`, `A/B/C` becomes
 
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass
+
 import numpy as np
 
-from codegen.front.functions import ALL_FUNCTIONS
-from codegen.judge import portable
 from codegen.judge.graphs import regrouped, regrouped_in_graphs
+from codegen.judge.mirror_ops import _PICKS, _all_flushed, _apply, _value, finished, op_function
 from codegen.lower import Program
-
-_BINARY = {
-    "add": np.add,
-    "sub": np.subtract,
-    "mul": np.multiply,
-    "div": np.divide,
-    "pow": portable.power,
-    "maximum": np.maximum,
-    "minimum": np.minimum,
-    "div_no_nan": lambda a, b: np.where(b == 0, np.zeros_like(a), a / b),
-}
-_UNARY = {
-    "neg": np.negative,
-    "square": np.square,
-    "sqrt": np.sqrt,
-    "rsqrt": lambda v: np.ones_like(v) / np.sqrt(v),
-    "round": np.round,  # half to even, as tf.math.round
-}
-
-
-def _value(operand, values: dict, dtype) -> np.ndarray:
-    """A step's output, or a constant as TensorFlow on CPU reads it: a subnormal one as 0
-    (it treats subnormal operands as 0, so x < 5.6e-309 is False at x = 0 in float64)."""
-    if isinstance(operand, str):
-        return values[operand]
-    constant = np.asarray(operand, dtype=dtype)
-    return constant if not 0 < abs(constant) < _TINY[constant.dtype] else np.zeros((), dtype)
-
 
 PATHS = ("eager", "xla", "graph")
 
 
+@functools.lru_cache(maxsize=4096)
 def paths_for(program: Program) -> tuple[str, ...]:
     """The paths on which `program` may compute other values than eager mode does: XLA where
-    its division rewrites apply, graphs where Grappler regroups a sum or product."""
+    its division rewrites apply, graphs where Grappler regroups a sum or product (kept per
+    program: a form is measured at each screening round, on each of its sample sets)."""
     xla = ("xla",) if rewritten_under_xla(program) else ()
     return ("eager", *xla, *(("graph",) if regrouped_in_graphs(program) else ()))
 
@@ -103,12 +79,13 @@ def _fold_unit_factor(step, quotients: dict, known=None) -> None:
 def rewritten_under_xla(program: Program) -> bool:
     """True if XLA's division rewrites (`_xla_division`) may touch a step of `program`: only
     then can the "xla" path differ from "eager"."""
-    producers = {}
+    producers, divisions = {}, set()
     for step in program.steps:
         unit = {}
         if step.op == "mul":  # 1*q is the quotient q to XLA (`_fold_unit_factor`)
-            _fold_unit_factor(step, unit, {t for t, op in producers.items() if op == "div"})
+            _fold_unit_factor(step, unit, divisions)
         producers[step.target] = "div" if unit else step.op
+        divisions |= {step.target} if producers[step.target] == "div" else set()
         if step.op != "div":
             continue
         num, den = (producers.get(o) if isinstance(o, str) else None for o in step.operands)
@@ -136,111 +113,146 @@ def run(
 ) -> list[np.ndarray]:
     """Evaluate every output of `program` as TensorFlow runs it on `path` (one of `PATHS`);
     inputs are cast to `dtype` first."""
-    if path == "graph":
-        program, path = regrouped(program), "eager"
+    return run_paths(program, inputs, dtype, (path,))[0]
+
+
+def run_paths(
+    program: Program, inputs: dict[str, np.ndarray], dtype: str, paths: tuple[str, ...]
+) -> list[list[np.ndarray]]:
+    """`run` on each of `paths`, eager mode first where it is one of them: a step another
+    path computes from the same arrays as eager mode did is eager mode's output, not
+    computed again (the paths differ only from the steps a rewrite touches on). Eager mode
+    and graphs run the program compiled to a straight line (`_straight`); XLA, whose
+    division rewrites look at what each operand was made by, runs it step by step."""
     np_dtype = np.dtype(dtype)
-    values = {name: np.asarray(column, dtype=np_dtype) for name, column in inputs.items()}
-    producers, quotients = {}, {}
+    columns = {name: np.asarray(column, dtype=np_dtype) for name, column in inputs.items()}
+    shape = np.broadcast_shapes(*(v.shape for v in inputs.values()))
+    outputs, eager = {}, None
     with np.errstate(all="ignore"):
-        for step in program.steps:
-            rewritten = None
-            if path == "xla" and step.op == "div":
-                rewritten = _xla_division(step, producers, values, quotients, np_dtype)
-            if rewritten is None:
-                args = [_value(op, values, np_dtype) for op in step.operands]
-                picked = step.op in _PICKS and _all_flushed(step.operands, producers, np_dtype)
-                rewritten = _apply(step.op, args, np_dtype, flush=not picked)
-            if path == "xla" and step.op == "mul":
-                _fold_unit_factor(step, quotients)
-            values[step.target] = rewritten
-            producers[step.target] = step
-        shape = np.broadcast_shapes(*(v.shape for v in inputs.values()))
-        return [np.broadcast_to(_value(out, values, np_dtype), shape) for out in program.outputs]
+        for path in sorted(paths, key=lambda p: p != "eager"):
+            if path == "xla":
+                values = _evaluated(program, dict(columns), np_dtype, path, _by_target(eager))
+                outs = [_value(out, values, np_dtype) for out in program.outputs]
+            else:
+                steps_of = regrouped(program) if path == "graph" else program
+                line = _straight(steps_of, np_dtype, program if eager is not None else None)
+                slots = _run_straight(line, columns, eager[1] if eager is not None else None)
+                eager = (line, slots, columns) if path == "eager" else eager
+                outs = [slots[i] for i in line.outputs]
+            outputs[path] = [np.broadcast_to(out, shape) for out in outs]
+    return [outputs[path] for path in paths]
 
 
-_BOOLEAN = {
-    "less": np.less,
-    "less_equal": np.less_equal,
-    "greater": np.greater,
-    "greater_equal": np.greater_equal,
-    "equal": np.equal,
-    "not_equal": np.not_equal,
-    "logical_and": np.logical_and,
-    "logical_or": np.logical_or,
-}
+@dataclass(frozen=True)
+class _Straight:
+    """A program compiled for one dtype. Its slots hold the inputs, the constants, then each
+    step's output in order; a step is (function, returns a mask, its operands' slots, flush,
+    the slot of eager mode's same output where it is reused, else None)."""
+
+    program: Program
+    inputs: tuple[str, ...]
+    constants: tuple[np.ndarray, ...]
+    steps: tuple[tuple, ...]
+    outputs: tuple[int, ...]
+    dtype: np.dtype
+    slot_of: dict  # each step's target -> its slot
 
 
-# Ops whose every output is one of their inputs (or its negation): over inputs flushed
-# already, flushing again only turns -0.0 into +0.0 (`_flush_subnormals`), as adding +0.0 does.
-_PICKS = frozenset(
-    {"select", "maximum", "minimum", "clip", "neg", "abs", "no_neg_inf", "no_pos_inf"}
-    | {"where_less", "where_less_equal", "where_greater", "where_greater_equal"}
-)
+@functools.lru_cache(maxsize=1024)
+def _straight(program: Program, dtype: np.dtype, eager: Program | None) -> _Straight:
+    """`program` compiled to a straight line over slots; with `eager` (the program eager
+    mode ran), each step eager mode ran on the same operands reads eager mode's slot."""
+    inputs, constants, slot = _slots(program, dtype)
+    eager_slot = _straight(eager, dtype, None).slot_of if eager is not None else {}
+    eager_step = {s.target: s for s in eager.steps} if eager is not None else {}
+    reused, steps, producers = set(inputs), [], {}
+    for step in program.steps:
+        names = [o for o in step.operands if isinstance(o, str)]
+        same = eager_step.get(step.target) == step and all(o in reused for o in names)
+        reused |= {step.target} if same else set()
+        function, mask = op_function(step.op, dtype)
+        flush = not (step.op in _PICKS and _all_flushed(step.operands, producers, dtype))
+        operands = tuple(slot[_name(o)] for o in step.operands)
+        steps.append((function, mask, operands, flush, eager_slot[step.target] if same else None))
+        producers[step.target] = step
+        slot[step.target] = len(inputs) + len(constants) + len(steps) - 1
+    outputs = tuple(slot[_name(o)] for o in program.outputs)
+    targets = {s.target: slot[s.target] for s in program.steps}
+    return _Straight(program, inputs, constants, tuple(steps), outputs, dtype, targets)
 
 
-def _all_flushed(operands, producers: dict, dtype) -> bool:
-    """Whether every operand is a step's output (flushed) or a constant that is 0 or normal;
-    program inputs are neither."""
-    for operand in operands:
-        if isinstance(operand, str):
-            if operand not in producers:
-                return False
-        elif operand != 0 and not abs(float(operand)) >= np.finfo(dtype).tiny:
-            return False
-    return True
+def _name(operand) -> str | tuple:
+    """An operand's key among the slots: a name, or a constant by its type and digits (-0.0
+    and 0.0 are equal floats but not the same constant)."""
+    return operand if isinstance(operand, str) else (type(operand).__name__, repr(operand))
 
 
-def _apply(op: str, args: list[np.ndarray], dtype, flush: bool = True) -> np.ndarray:
-    if op in _BOOLEAN:  # masks of `where` conditions stay boolean
-        return _BOOLEAN[op](args[0], args[1])
-    if op == "logical_not":
-        return np.logical_not(args[0])
-    if op == "select":
-        out = np.where(args[0], args[1], args[2])
-    elif op in _BINARY:
-        out = _BINARY[op](args[0], args[1])
-    elif op in _UNARY:
-        out = _UNARY[op](args[0])
-    elif op == "clip":
-        out = np.clip(args[0], args[1], args[2])
-    elif op == "no_neg_inf":
-        out = np.maximum(args[0], np.finfo(dtype).min)
-    elif op == "no_pos_inf":
-        out = np.minimum(args[0], np.finfo(dtype).max)
-    elif op == "fill_like":  # a constant piece keeps NaN in, as TensorFlow's sign(x) * 0 does
-        out = np.sign(args[0]) * 0 if args[1] == 0 else np.sign(args[0]) * 0 + args[1]
-    elif op == "where_less_equal":
-        out = np.where(args[0] <= args[1], args[2], args[3])
-    elif op == "where_less":
-        out = np.where(args[0] < args[1], args[2], args[3])
-    elif op == "where_greater_equal":
-        out = np.where(args[0] >= args[1], args[2], args[3])
-    elif op == "where_greater":
-        out = np.where(args[0] > args[1], args[2], args[3])
-    else:
-        out = ALL_FUNCTIONS[op].numpy_func(*args)
-    out = np.asarray(out, dtype=dtype)
-    if flush or not out.flags.writeable:
-        return _flush_subnormals(out)
-    return np.add(out, 0, out=out)  # a new array, each op's own
+def _slots(program: Program, dtype: np.dtype) -> tuple[tuple, tuple, dict]:
+    """(the input names, the constants as `_value` reads them, the slot of each), in the
+    order the program first uses them."""
+    made = {s.target for s in program.steps}
+    operands = [o for s in program.steps for o in s.operands] + list(program.outputs)
+    inputs = tuple(dict.fromkeys(o for o in operands if isinstance(o, str) and o not in made))
+    numbers = {_name(o): o for o in operands if not isinstance(o, str)}
+    slot = {name: i for i, name in enumerate(inputs)}
+    slot.update({key: len(inputs) + i for i, key in enumerate(numbers)})
+    return inputs, tuple(_value(c, {}, dtype) for c in numbers.values()), slot
 
 
-_TINY = {np.dtype(t): np.finfo(t).tiny.astype(t) for t in (np.float16, np.float32, np.float64)}
+def _run_straight(line: _Straight, columns: dict, eager_slots: list | None) -> list:
+    """Every slot of `line` at the input `columns`; `eager_slots`: eager mode's, to reuse."""
+    slots = [columns[name] for name in line.inputs] + list(line.constants)
+    for function, mask, operands, flush, from_eager in line.steps:
+        if from_eager is not None:
+            slots.append(eager_slots[from_eager])
+            continue
+        out = function(*[slots[i] for i in operands])
+        slots.append(out if mask else finished(out, line.dtype, flush))
+    return slots
 
 
-def _flush_subnormals(values: np.ndarray) -> np.ndarray:
-    """TensorFlow on CPU flushes subnormal results to zero; so does the mirror. Every zero
-    it returns is +0.0 but a flushed negative one, -0.0 (as it always has: the builds'
-    bytes depend on it)."""
-    tiny = _TINY.get(values.dtype)
-    tiny = np.finfo(values.dtype).tiny if tiny is None else tiny
-    magnitude = np.abs(values)
-    if not values.size or not np.fmin.reduce(magnitude, axis=None) < tiny:  # fmin skips NaN
-        return values
-    small = magnitude < tiny
-    out = values.copy()
-    np.putmask(out, small, 0.0)
-    negative = small & (values < 0)
-    if negative.any():
-        np.putmask(out, negative, -0.0)
-    return out
+def _by_target(eager) -> tuple[Program, dict] | None:
+    """(eager mode's program, its values by name) from a straight run, or None."""
+    if eager is None:
+        return None
+    line, slots, columns = eager
+    return line.program, {**columns, **{t: slots[i] for t, i in line.slot_of.items()}}
+
+
+def _evaluated(program: Program, values: dict, np_dtype, path: str, eager) -> dict:
+    """Every step's output on `path` ("graph": a regrouped `program`, run as eager mode),
+    added to `values` (the input columns); `eager`: (program, values) of eager mode's run
+    or None."""
+    producers, quotients = {}, {}
+    shared = _eager_steps(eager)
+    for step in program.steps:
+        xla_division = path == "xla" and step.op == "div"
+        if not xla_division and _as_in_eager(step, values, shared):
+            rewritten = shared[1][step.target]
+        elif xla_division:
+            rewritten = _xla_division(step, producers, values, quotients, np_dtype)
+        else:
+            args = [_value(op, values, np_dtype) for op in step.operands]
+            picked = step.op in _PICKS and _all_flushed(step.operands, producers, np_dtype)
+            rewritten = _apply(step.op, args, np_dtype, flush=not picked)
+        if path == "xla" and step.op == "mul":
+            _fold_unit_factor(step, quotients)
+        values[step.target] = rewritten
+        producers[step.target] = step
+    return values
+
+
+def _eager_steps(eager):
+    """(eager mode's steps by target, its values), or None."""
+    if eager is None:
+        return None
+    program, values = eager
+    return {s.target: s for s in program.steps}, values
+
+
+def _as_in_eager(step, values: dict, shared) -> bool:
+    """Whether eager mode ran `step` itself, on the very arrays `values` holds now."""
+    if shared is None or shared[0].get(step.target) != step:
+        return False
+    names = [o for o in step.operands if isinstance(o, str)]
+    return all(values.get(o) is shared[1].get(o) for o in names)
