@@ -370,12 +370,13 @@ def exact_mean(values) -> float:
     return exact_sum(values) / size if size else 0.0
 
 
-def figures(approx: np.ndarray, exact: np.ndarray, dtype: str) -> Figures:
-    """Figures over the scored points; p99 is numpy's percentile with method="higher"."""
+def figures(approx: np.ndarray, exact: np.ndarray, dtype: str, bits=None) -> Figures:
+    """Figures over the scored points; p99 is numpy's percentile with method="higher".
+    `bits`: `bits_error(approx, exact, dtype)` where the caller has it already."""
     scored = ~np.isnan(np.asarray(exact).astype(dtype))
     if not scored.any():
         return Figures(0.0, 0.0, 0, 0)
-    bits = bits_error(approx, exact, dtype)[scored]
+    bits = (bits_error(approx, exact, dtype) if bits is None else bits)[scored]
     return Figures(
         exact_mean(bits),
         float(np.percentile(bits, 99, method="higher")),

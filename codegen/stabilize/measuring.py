@@ -17,7 +17,7 @@ import sympy as sp
 
 from codegen.front.spec import Spec
 from codegen.judge import accuracy
-from codegen.judge.numeric import paths_for, run
+from codegen.judge.numeric import paths_for, run, run_paths
 from codegen.judge.sampling import powers_of_two
 from codegen.lower import Regimes, lower, op_count
 from codegen.pieces import Pieces
@@ -118,6 +118,7 @@ def evaluate(form, spec: Spec, points: np.ndarray, dtype: str, path: str = "eage
     `numeric.PATHS`). Outputs at points this build computed the form at before are those
     (`remembered`): screening rounds look at the same points again."""
     params, program = _lazy_program(form, spec)
+    path = path if path in paths_for(program()) else "eager"  # no rewrite there: eager's values
 
     def rows_from(first: int) -> np.ndarray:
         return run(program(), _columns(spec, points[first:]), dtype, path)[0][None]
@@ -126,12 +127,16 @@ def evaluate(form, spec: Spec, points: np.ndarray, dtype: str, path: str = "eage
     return outputs_at(key, points, rows_from)[0]
 
 
-def _worst_of(approx: list[np.ndarray], exact: np.ndarray, dtype: str) -> np.ndarray:
-    """Per point, the approximation furthest from `exact`: the op is judged on its worst path."""
-    bits = np.stack(
-        [np.nan_to_num(accuracy.bits_error(a, exact, dtype), nan=np.inf) for a in approx]
-    )
-    return np.take_along_axis(np.stack(approx), np.argmax(bits, axis=0)[None], axis=0)[0]
+def _worst_of(approx: np.ndarray, exact: np.ndarray, dtype: str, with_bits: bool):
+    """(per point, the approximation furthest from `exact` among the rows of `approx`, one per
+    path: the op is judged on its worst path; and its bits of error, or None without
+    `with_bits`). Bits of error are per point, so the worst row's are those of the row
+    picked at each point."""
+    if len(approx) == 1:
+        return approx[0], accuracy.bits_error(approx[0], exact, dtype) if with_bits else None
+    bits = np.stack([accuracy.bits_error(a, exact, dtype) for a in approx])
+    worst = np.argmax(np.nan_to_num(bits, nan=np.inf), axis=0)[None]
+    return np.take_along_axis(approx, worst, axis=0)[0], np.take_along_axis(bits, worst, axis=0)[0]
 
 
 def _edge_points(domain, dtype: str) -> np.ndarray:
@@ -239,6 +244,11 @@ def as_shipped(form, spec: Spec, samples: Samples, promoted: bool) -> dict[str, 
     """`form` at the sample points of each dtype, computed as the op will (float32 in float64
     when `promoted`), on its worst path per point (XLA only where its rewrites apply). The
     outputs at points this build computed the form at before are those (`remembered`)."""
+    return {d: worst for d, (worst, _) in _shipped(form, spec, samples, promoted, False).items()}
+
+
+def _shipped(form, spec: Spec, samples: Samples, promoted: bool, with_bits: bool) -> dict:
+    """`as_shipped`, each dtype's outputs with their bits of error (`with_bits`) or None."""
     params, program = _lazy_program(form, spec)
     out = {}
     for dtype in accuracy.DTYPES:
@@ -248,12 +258,13 @@ def as_shipped(form, spec: Spec, samples: Samples, promoted: bool) -> dict[str, 
         def paths_from(first: int, points=points, compute=compute, dtype=dtype) -> np.ndarray:
             columns = _columns(spec, points[first:].astype(compute))
             with np.errstate(over="ignore"):  # float64 values beyond float32's range round to inf
-                rows = [run(program(), columns, compute, p)[0] for p in paths_for(program())]
+                paths = paths_for(program())
+                rows = [outs[0] for outs in run_paths(program(), columns, compute, paths)]
                 return np.stack(rows).astype(dtype)
 
         key = (form, tuple(params.items()), spec.arg_symbols, compute, dtype, values_lowered())
         approx = outputs_at(key, points, paths_from)
-        out[dtype] = _worst_of(list(approx), samples.exact[dtype], dtype)
+        out[dtype] = _worst_of(approx, samples.exact[dtype], dtype, with_bits)
     return out
 
 
@@ -264,10 +275,9 @@ def _names(spec: Spec) -> dict[sp.Symbol, str]:
 def measured(label: str, form, spec: Spec, samples: Samples, promoted: bool = False):
     """(the `Candidate`, its error in bits per point for each dtype)."""
     figures, blowups, bad, bits = [], 0, [], {}
-    for d, approx in as_shipped(form, spec, samples, promoted).items():
-        figures.append(accuracy.figures(approx, samples.exact[d], d))
+    for d, (approx, bits[d]) in _shipped(form, spec, samples, promoted, True).items():
+        figures.append(accuracy.figures(approx, samples.exact[d], d, bits[d]))
         blowups += int(np.sum(np.isfinite(samples.exact[d]) & ~np.isfinite(approx)))
-        bits[d] = accuracy.bits_error(approx, samples.exact[d], d)
         bad.append(int(np.sum(np.nan_to_num(bits[d]) > accuracy.P99_LIMIT)))
     ops = op_count(form)
     candidate = Candidate(label, form, tuple(figures), ops, blowups, sum(bad), tuple(bad))

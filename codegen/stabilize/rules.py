@@ -541,11 +541,23 @@ def apply_rules(
     innermost nodes first, or (`outermost`) outermost first (`rewriting`).
 
     Where SymPy recurses without end building a rewritten node (Abs of some products of
-    exponentials), `expr` comes back unchanged: that candidate is not offered.
+    exponentials), `expr` comes back unchanged: that candidate is not offered. What the rules
+    gave is kept for the build (`forget_rules`): each form's versions ask for it twice, and
+    the forms of one partial recur in those of the next.
     """
+    return _applied(expr, rules, final, outermost)
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _applied(expr: sp.Expr, rules, final, outermost: bool) -> tuple[sp.Expr, tuple]:
     try:
         out, used = (outermost_first if outermost else innermost_first)(expr, rules)
         out, last = innermost_first(out, final)
     except RecursionError:
         return expr, ()
     return out, tuple(sorted({*used, *last}))
+
+
+def forget_rules() -> None:
+    """Forget what the rules gave (`selection.stabilize` starts each build without it)."""
+    _applied.cache_clear()

@@ -46,6 +46,7 @@ from codegen.stabilize.refinements import (
     series_forms_at,
 )
 from codegen.stabilize.remembered import forget_outputs
+from codegen.stabilize.rules import forget_rules
 from codegen.stabilize.screening import in_every_dtype, screened
 from codegen.stabilize.search import MARGIN_BITS, Search, best_form
 from codegen.stabilize.sum_series import forget_sum_series
@@ -241,6 +242,7 @@ def stabilize(derivatives: Derivatives) -> StableForms:
     forget_sum_series()
     forget_forms()
     forget_outputs()
+    forget_rules()
     clear_limits()
     budget = work_budget(
         series=SERIES_BUDGET_SECONDS,
