@@ -110,8 +110,10 @@ def _split_points(
     supported, latest = latest >= 0, np.maximum(latest, 0)
     best = prefix.min(axis=0)  # one piece ending at j: best single form over [0, j)
     best[1:][~supported] = np.inf
-    # choice[j]: the pieces of the best split of [0, j), a chain (earlier pieces, last piece)
-    choice = [(None, (0, form)) for form in prefix.argmin(axis=0).tolist()]
+    # the best split of [0, j) found so far: its last piece set in round set_in[j] (0: one
+    # piece, form first[j]); round r's record holds, at each j it set, the last piece's start
+    # and form and the round that had set the split of [0, start) before it
+    first, set_in, rounds = prefix.argmin(axis=0), np.zeros(n + 1, dtype=np.int64), [None]
     for _ in range(1, n_pieces):
         new_best = np.full(n + 1, np.inf)
         start = np.zeros(n + 1, dtype=np.int64)  # the last piece's start; 0: one piece
@@ -125,20 +127,22 @@ def _split_points(
             start[better] = _running_argmin(start_cost)[latest][better[1:]]
             form_of[better] = form
         improved = np.nonzero((start > 0) & (new_best < best))[0]
-        starts, forms = start[improved].tolist(), form_of[improved].tolist()
-        extended = [(choice[s], (s, f)) for s, f in zip(starts, forms)]
+        record = np.zeros((3, n + 1), dtype=np.int64)
+        record[:, improved] = start[improved], form_of[improved], set_in[start[improved]]
         best[improved] = new_best[improved]
-        for j, pieces in zip(improved.tolist(), extended):
-            choice[j] = pieces
-    return _unchained(choice[n])
+        set_in[improved] = len(rounds)
+        rounds.append(record)
+    return _pieces_of(n, set_in, rounds, first)
 
 
-def _unchained(chain) -> list[tuple[int, int]]:
-    """The pieces of a chain (earlier pieces, last piece), first piece first."""
-    pieces = []
-    while chain is not None:
-        chain, piece = chain
-        pieces.append(piece)
+def _pieces_of(end: int, set_in: np.ndarray, rounds: list, first: np.ndarray) -> list:
+    """The pieces of the best split of [0, end) (`_split_points`' records), first piece first."""
+    pieces, r = [], int(set_in[end])
+    while r:
+        start, form, before = (int(v) for v in rounds[r][:, end])
+        pieces.append((start, form))
+        end, r = start, before
+    pieces.append((0, int(first[end])))
     return pieces[::-1]
 
 
