@@ -18,7 +18,7 @@ from sympy.codegen.cfunctions import expm1, log1p
 from codegen.front.functions import sigmoid, softplus
 from codegen.judge import accuracy
 from codegen.judge.graphs import regrouped
-from codegen.judge.mirror_ops import _PICKS, _all_flushed, _apply, _value  # one interpreter step
+from codegen.judge.mirror_ops import PICKS, all_flushed, apply_op, operand_value
 from codegen.judge.numeric import PATHS, run, run_paths
 from codegen.lower import Program, Regimes, Step, lower, lower_each, op_count
 
@@ -204,9 +204,9 @@ def test_regimes_never_see_points_outside_their_piece():
     # evaluate every intermediate value: none is NaN or infinite
     values = {"x": xs}
     for step in program.steps:
-        args = [_value(o, values, np.dtype("float64")) for o in step.operands]
+        args = [operand_value(o, values, np.dtype("float64")) for o in step.operands]
         with np.errstate(all="ignore"):
-            values[step.target] = _apply(step.op, args, np.dtype("float64"))
+            values[step.target] = apply_op(step.op, args, np.dtype("float64"))
         if not step.op.startswith("where_"):
             assert np.isfinite(values[step.target]).all(), step
 
@@ -223,18 +223,18 @@ def test_regimes_share_subexpressions_with_other_outputs():
 
 
 def _step_by_step(program, inputs: dict, dtype: str) -> list[np.ndarray]:
-    """The program interpreted one step at a time, each op through `_apply`: what the
+    """The program interpreted one step at a time, each op through `apply_op`: what the
     straight-line runner (`numeric._straight`) must reproduce bit for bit."""
     np_dtype = np.dtype(dtype)
     values = {k: np.asarray(v, dtype=np_dtype) for k, v in inputs.items()}
     made = set()
     with np.errstate(all="ignore"):
         for step in program.steps:
-            args = [_value(o, values, np_dtype) for o in step.operands]
-            picked = step.op in _PICKS and _all_flushed(step.operands, made, np_dtype)
-            values[step.target] = _apply(step.op, args, np_dtype, flush=not picked)
+            args = [operand_value(o, values, np_dtype) for o in step.operands]
+            picked = step.op in PICKS and all_flushed(step.operands, made, np_dtype)
+            values[step.target] = apply_op(step.op, args, np_dtype, flush=not picked)
             made.add(step.target)
-    return [np.broadcast_to(_value(o, values, np_dtype), XS.shape) for o in program.outputs]
+    return [np.broadcast_to(operand_value(o, values, np_dtype), XS.shape) for o in program.outputs]
 
 
 # Forms with pieces, masks, constants (0.0 and -0.0 among them), picks and transcendentals.

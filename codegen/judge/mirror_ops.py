@@ -1,8 +1,8 @@
 """The TensorFlow ops of a lowered `Program` as NumPy functions, for the mirror (`numeric`).
 
 In: an op's name, its operands' arrays and a dtype. Out: its output as TensorFlow on CPU
-computes it: cast to the dtype, subnormal results flushed to zero (`_flush_subnormals`),
-subnormal constants read as zero (`_value`), transcendentals rounded alike on every
+computes it: cast to the dtype, subnormal results flushed to zero (`flush_subnormals`),
+subnormal constants read as zero (`operand_value`), transcendentals rounded alike on every
 processor (`portable`). `op_function` resolves an op once, so a program compiled to a
 straight line (`numeric`) calls its functions directly.
 """
@@ -36,7 +36,7 @@ _UNARY = {
 }
 
 
-def _value(operand, values: dict, dtype) -> np.ndarray:
+def operand_value(operand, values: dict, dtype) -> np.ndarray:
     """A step's output, or a constant as TensorFlow on CPU reads it: a subnormal one as 0
     (it treats subnormal operands as 0, so x < 5.6e-309 is False at x = 0 in float64)."""
     if isinstance(operand, str):
@@ -58,14 +58,14 @@ _BOOLEAN = {
 
 
 # Ops whose every output is one of their inputs (or its negation): over inputs flushed
-# already, flushing again only turns -0.0 into +0.0 (`_flush_subnormals`), as adding +0.0 does.
-_PICKS = frozenset(
+# already, flushing again only turns -0.0 into +0.0 (`flush_subnormals`), as adding +0.0 does.
+PICKS = frozenset(
     {"select", "maximum", "minimum", "clip", "neg", "abs", "no_neg_inf", "no_pos_inf"}
     | {"where_less", "where_less_equal", "where_greater", "where_greater_equal"}
 )
 
 
-def _all_flushed(operands, producers: dict, dtype) -> bool:
+def all_flushed(operands, producers: dict, dtype) -> bool:
     """Whether every operand is a step's output (flushed) or a constant that is 0 or normal;
     program inputs are neither."""
     for operand in operands:
@@ -77,7 +77,7 @@ def _all_flushed(operands, producers: dict, dtype) -> bool:
     return True
 
 
-def _apply(op: str, args: list[np.ndarray], dtype, flush: bool = True) -> np.ndarray:
+def apply_op(op: str, args: list[np.ndarray], dtype, flush: bool = True) -> np.ndarray:
     """One op of the mirror on its args' arrays: a mask as it comes, any other output cast to
     `dtype` and flushed (`finished`)."""
     function, mask = op_function(op, np.dtype(dtype))
@@ -126,14 +126,14 @@ def finished(out, dtype, flush: bool) -> np.ndarray:
     and always an array of its own."""
     out = np.asarray(out, dtype=dtype)
     if flush or not out.flags.writeable:
-        return _flush_subnormals(out)
+        return flush_subnormals(out)
     return np.add(out, 0, out=out)  # a new array, each op's own
 
 
 _TINY = {np.dtype(t): np.finfo(t).tiny.astype(t) for t in (np.float16, np.float32, np.float64)}
 
 
-def _flush_subnormals(values: np.ndarray) -> np.ndarray:
+def flush_subnormals(values: np.ndarray) -> np.ndarray:
     """TensorFlow on CPU flushes subnormal results to zero; so does the mirror. Every zero
     it returns is +0.0 but a flushed negative one, -0.0 (as it always has: the builds'
     bytes depend on it)."""

@@ -24,7 +24,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from codegen.judge.graphs import regrouped, regrouped_in_graphs
-from codegen.judge.mirror_ops import _PICKS, _all_flushed, _apply, _value, finished, op_function
+from codegen.judge.mirror_ops import (
+    PICKS,
+    all_flushed,
+    apply_op,
+    finished,
+    op_function,
+    operand_value,
+)
 from codegen.lower import Program
 
 PATHS = ("eager", "xla", "graph")
@@ -47,20 +54,23 @@ def _xla_division(step, producers: dict, values: dict, quotients: dict, dtype) -
     num, den = step.operands
     inner_den = producers.get(den)
     if inner_den is not None and inner_den.op in ("exp", "pow"):
-        power = _xla_reciprocal_power(_value(num, values, dtype), inner_den, values, dtype)
+        power = _xla_reciprocal_power(operand_value(num, values, dtype), inner_den, values, dtype)
         if power is not None:
             return power
     top, bottom = quotients.get(num), quotients.get(den)
     if top is not None and bottom is not None:
-        p, q = _apply("mul", [top[0], bottom[1]], dtype), _apply("mul", [top[1], bottom[0]], dtype)
+        p, q = (
+            apply_op("mul", [top[0], bottom[1]], dtype),
+            apply_op("mul", [top[1], bottom[0]], dtype),
+        )
     elif top is not None:
-        p, q = top[0], _apply("mul", [top[1], _value(den, values, dtype)], dtype)
+        p, q = top[0], apply_op("mul", [top[1], operand_value(den, values, dtype)], dtype)
     elif bottom is not None:
-        p, q = _apply("mul", [_value(num, values, dtype), bottom[1]], dtype), bottom[0]
+        p, q = apply_op("mul", [operand_value(num, values, dtype), bottom[1]], dtype), bottom[0]
     else:
-        p, q = _value(num, values, dtype), _value(den, values, dtype)
+        p, q = operand_value(num, values, dtype), operand_value(den, values, dtype)
     quotients[step.target] = (p, q)
-    return _apply("div", [p, q], dtype)
+    return apply_op("div", [p, q], dtype)
 
 
 def _fold_unit_factor(step, quotients: dict, known=None) -> None:
@@ -98,14 +108,14 @@ def _xla_reciprocal_power(a: np.ndarray, den, values: dict, dtype) -> np.ndarray
     """a/exp(b) -> a*exp(-b) and a/pow(b, c) -> a*pow(b, -c), as XLA rewrites them: exp(-b)
     or pow(b, -c) is flushed to 0 where it is subnormal, though a/exp(b) is a normal number.
     (pow with the exponents 0, 1, 2 and -1 XLA turns into arithmetic first.)"""
-    operands = [_value(o, values, dtype) for o in den.operands]
+    operands = [operand_value(o, values, dtype) for o in den.operands]
     if den.op == "exp":
-        return _apply("mul", [a, _apply("exp", [np.negative(operands[0])], dtype)], dtype)
+        return apply_op("mul", [a, apply_op("exp", [np.negative(operands[0])], dtype)], dtype)
     exponent = den.operands[1]
     if isinstance(exponent, str) or float(exponent) in (0.0, 1.0, 2.0, -1.0):
         return None
-    power = _apply("pow", [operands[0], np.negative(operands[1])], dtype)
-    return _apply("mul", [a, power], dtype)
+    power = apply_op("pow", [operands[0], np.negative(operands[1])], dtype)
+    return apply_op("mul", [a, power], dtype)
 
 
 def run(
@@ -132,7 +142,7 @@ def run_paths(
         for path in sorted(paths, key=lambda p: p != "eager"):
             if path == "xla":
                 values = _evaluated(program, dict(columns), np_dtype, path, _by_target(eager))
-                outs = [_value(out, values, np_dtype) for out in program.outputs]
+                outs = [operand_value(out, values, np_dtype) for out in program.outputs]
             else:
                 steps_of = regrouped(program) if path == "graph" else program
                 line = _straight(steps_of, np_dtype, program if eager is not None else None)
@@ -171,7 +181,7 @@ def _straight(program: Program, dtype: np.dtype, eager: Program | None) -> _Stra
         same = eager_step.get(step.target) == step and all(o in reused for o in names)
         reused |= {step.target} if same else set()
         function, mask = op_function(step.op, dtype)
-        flush = not (step.op in _PICKS and _all_flushed(step.operands, producers, dtype))
+        flush = not (step.op in PICKS and all_flushed(step.operands, producers, dtype))
         operands = tuple(slot[_name(o)] for o in step.operands)
         steps.append((function, mask, operands, flush, eager_slot[step.target] if same else None))
         producers[step.target] = step
@@ -188,7 +198,7 @@ def _name(operand) -> str | tuple:
 
 
 def _slots(program: Program, dtype: np.dtype) -> tuple[tuple, tuple, dict]:
-    """(the input names, the constants as `_value` reads them, the slot of each), in the
+    """(the input names, the constants as `operand_value` reads them, the slot of each), in the
     order the program first uses them."""
     made = {s.target for s in program.steps}
     operands = [o for s in program.steps for o in s.operands] + list(program.outputs)
@@ -196,7 +206,7 @@ def _slots(program: Program, dtype: np.dtype) -> tuple[tuple, tuple, dict]:
     numbers = {_name(o): o for o in operands if not isinstance(o, str)}
     slot = {name: i for i, name in enumerate(inputs)}
     slot.update({key: len(inputs) + i for i, key in enumerate(numbers)})
-    return inputs, tuple(_value(c, {}, dtype) for c in numbers.values()), slot
+    return inputs, tuple(operand_value(c, {}, dtype) for c in numbers.values()), slot
 
 
 def _run_straight(line: _Straight, columns: dict, eager_slots: list | None) -> list:
@@ -232,9 +242,9 @@ def _evaluated(program: Program, values: dict, np_dtype, path: str, eager) -> di
         elif xla_division:
             rewritten = _xla_division(step, producers, values, quotients, np_dtype)
         else:
-            args = [_value(op, values, np_dtype) for op in step.operands]
-            picked = step.op in _PICKS and _all_flushed(step.operands, producers, np_dtype)
-            rewritten = _apply(step.op, args, np_dtype, flush=not picked)
+            args = [operand_value(op, values, np_dtype) for op in step.operands]
+            picked = step.op in PICKS and all_flushed(step.operands, producers, np_dtype)
+            rewritten = apply_op(step.op, args, np_dtype, flush=not picked)
         if path == "xla" and step.op == "mul":
             _fold_unit_factor(step, quotients)
         values[step.target] = rewritten
