@@ -25,6 +25,7 @@ for the best few: a form accurate already needs no longer one.
 from __future__ import annotations
 
 import functools
+import math
 import random
 
 import flint
@@ -80,7 +81,9 @@ def _evaluator(expr: sp.Expr, args):
 
     def value(point) -> complex | None:
         number = _ball_value(program, point) if program is not None else None
-        return complex(number) if number is not None else _value(expr, args, point)
+        if number is None:
+            return _value(expr, args, point)
+        return complex(number) if number != 0 and math.isfinite(number) else None  # as `_value`
 
     return value
 
