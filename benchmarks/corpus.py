@@ -1,6 +1,6 @@
 """The generalization corpus (issue 13): build each expression at order 2, measure, report.
 
-In: benchmarks/corpus/dev.yaml and heldout.yaml (name, expr, args, optional domain and
+In: benchmarks/corpus/dev.yaml, heldout.yaml and fresh.yaml (name, expr, args, optional domain and
 params, the failure kind 1-8 it exercises, why). Out: a table on stdout, per expression and
 in total: does the hogen op keep DESIGN's promise at orders 0-2, float32 and float64
 (mean <= 1.5 bits, p99 <= 8 bits, no failures, against the exact reference), does TF
@@ -15,7 +15,7 @@ Each expression runs in its own child process (build timed alone, then TensorFlo
 measurement on the paths of `--paths`, worst reported, as `hogen verify` does), killed at
 `--timeout` seconds so no expression can hang the run.
 
-    python benchmarks/corpus.py                      # both parts, 2000 points, -j 2
+    python benchmarks/corpus.py                      # all parts, 2000 points, -j 2
     python benchmarks/corpus.py --part dev --samples 400 --only d_silu
     python benchmarks/corpus.py --seed 0     # at points the builds chose their forms on
     python benchmarks/corpus.py --paths none --json b.json  # build times and output digests
@@ -40,7 +40,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "benchmarks" / "corpus"
-PARTS = ("dev", "heldout")
+PARTS = ("dev", "heldout", "fresh")  # fresh: written in session 45 before its changes
 sys.path.insert(0, str(ROOT))
 
 from codegen.judge import VERIFY_SEED  # noqa: E402 - after the path; imports no NumPy
