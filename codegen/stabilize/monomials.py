@@ -3,8 +3,11 @@
 In: a partial (SymPy) and the spec's two args. Out: `monomial_forms`, `(label, form)`
 candidates `y**c * g(w)` for each monomial w = x*y, x/y, ... of the args that occurs in the
 partial and of which it is such a function, with w computed once: g as SymPy writes it and
-with the rules applied, and g's Taylor polynomials at w = 0 (approximations: regimes split on
-w use one only where it measured accurate, `split_on`).
+with the rules applied; and `monomial_series`, approximations that regimes split on w use
+only where they measured accurate (`split_on`): g's Taylor polynomials at w = 0 (also with
+their lowest term multiplied in before w is formed), 0, and g's leading term at w -> +inf
+spread over the args. Of the two ways to write the partial (solved for x or for y), the one
+with the smaller power of the other arg outside g wins, then the one whose power is >= 0.
 
 Why: (1 - cos(x*y))/(x*y)**2 is a function of w = x*y alone, but SymPy writes it over
 x**2*y**2, which overflows where x = 1e200 and y = 1e-200 though w = 1, and its f_x is
@@ -25,7 +28,7 @@ from codegen.stabilize.rules import apply_rules
 from codegen.stabilize.split_on import split_expressions
 from codegen.timebound import bounded
 
-SECONDS = 0.5  # of work, per monomial tried: writing the partial in w expands it
+SECONDS = 0.5  # of work, per monomial and arg solved for: writing the partial in w expands it
 MAX_OTHER_POWER = 6  # y**c outside g: |c| at most this
 SERIES_TERMS = (6, 10, 16)
 
@@ -38,15 +41,27 @@ def monomial_forms(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[str
 
 def monomial_series(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[str, sp.Expr]]:
     """For the first monomial w of `of_one_monomial`: the power of one arg times g's Taylor
-    polynomials at w = 0, and 0 (where w overflows g(w) may be 0 while a form in w is NaN);
-    approximations for regimes split on w."""
+    polynomials at w = 0, 0 (where w overflows g(w) may be 0 while a form in w is NaN), and
+    g's leading term at w -> +inf (`_at_infinity`); approximations for regimes split on w."""
     found = _monomials(expr, args)
     if not found:
         return []
     monomial, (other, power, g, t) = found[0]
     name = f"in {sp.sstr(monomial)}"
     zero = [(f"series {name} zero", sp.S.Zero)]
-    return _series(g, t, sp.UnevaluatedExpr(monomial), other**power, name) + zero
+    series = _series(g, t, sp.UnevaluatedExpr(monomial), name)
+    series = [(label, _times_power(form, other, power)) for label, form in series]
+    return series + zero + _at_infinity(g, t, monomial, other, power, name)
+
+
+def _times_power(form: sp.Expr, other: sp.Symbol, power: int) -> sp.Expr:
+    """other**power * form, multiplied in one factor of other at a time where |power| >= 2:
+    y**2 overflows in float32 at y = 2e19 where y*(y*g(x*y)) is a normal number."""
+    if abs(power) < 2:
+        return other**power * form
+    for _ in range(abs(power)):
+        form = sp.UnevaluatedExpr(form) * other if power > 0 else sp.UnevaluatedExpr(form) / other
+    return form
 
 
 def of_one_monomial(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> sp.Expr | None:
@@ -65,18 +80,34 @@ def _monomials(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> tuple:
     for monomial in split_expressions(expr, args):
         if not monomial.is_Mul:  # x - y, hypot(x, y): no monomial
             continue
-        found = bounded(SECONDS, None, _in_monomial, expr, monomial, args)
+        found = _in_monomial(expr, monomial, args)
         if found is not None:
             out.append((monomial, found))
     return tuple(out)
 
 
 def _in_monomial(expr: sp.Expr, monomial: sp.Expr, args) -> tuple | None:
-    """(other arg, c, g(t), t) with expr = other**c * g(monomial) and t a Dummy; else None."""
+    """(other arg, c, g(t), t) with expr = other**c * g(monomial) and t a Dummy; else None.
+    Where both args can be solved for, the smaller |c| wins, then c >= 0: x**2*g''(x*y)
+    solved for x is y**-2 * w**2*g''(w), whose y**-2 overflows where y is tiny and w is not."""
     powers = monomial.as_powers_dict()
-    solved = next((a for a in args if powers.get(a) in (1, -1)), None)
-    if solved is None:
-        return None
+    best = None
+    for solved in (a for a in args if powers.get(a) in (1, -1)):
+        found = bounded(SECONDS, None, _solved_for, expr, monomial, solved, args)
+        if found is not None and (best is None or _rank(found) < _rank(best)):
+            best = found
+        if best is not None and best[1] == 0:  # no other power: none does better
+            break
+    return best
+
+
+def _rank(found: tuple) -> tuple[int, bool]:
+    return abs(found[1]), found[1] < 0
+
+
+def _solved_for(expr: sp.Expr, monomial: sp.Expr, solved: sp.Symbol, args) -> tuple | None:
+    """`_in_monomial` with `monomial` solved for the arg `solved`."""
+    powers = monomial.as_powers_dict()
     other = args[1] if solved == args[0] else args[0]
     t = sp.Dummy("w", real=True)
     rest = monomial / solved ** powers[solved]  # monomial = solved**e * rest
@@ -114,9 +145,9 @@ def _forms(monomial: sp.Expr, other, power: int, g: sp.Expr, t) -> list[tuple[st
     return [(label, other**power * form.subs(t, w)) for label, form in closed]
 
 
-def _series(g: sp.Expr, t, w, factor: sp.Expr, name: str) -> list[tuple[str, sp.Expr]]:
-    """factor * g's Taylor polynomials at w = 0 (exact series arithmetic; none where g has no
-    Taylor series with rational coefficients there)."""
+def _series(g: sp.Expr, t, w, name: str) -> list[tuple[str, sp.Expr]]:
+    """g's Taylor polynomials at w = 0 (exact series arithmetic; none where g has no Taylor
+    series with rational coefficients there)."""
     exact = power_series.expansion(g, t, max(SERIES_TERMS))
     if exact is None or any(p < 0 for p in exact):
         return []
@@ -124,5 +155,52 @@ def _series(g: sp.Expr, t, w, factor: sp.Expr, name: str) -> list[tuple[str, sp.
     for terms in SERIES_TERMS:
         poly = sum((c * t**p for p, c in exact.items() if p < terms), sp.S.Zero)
         if poly.has(t):
-            out.append((f"series {name}<{terms}>", factor * sp.horner(poly, t).subs(t, w)))
+            out.append((f"series {name}<{terms}>", sp.horner(poly, t).subs(t, w)))
+    lead = _lead_in_args(poly, t, w)
+    if lead is not None:
+        out.append((f"series {name}<{terms}>, lead in args", lead))
     return out
+
+
+def _lead_in_args(poly: sp.Expr, t, w: sp.UnevaluatedExpr) -> sp.Expr | None:
+    """`poly` in w with its lowest term c*w**p written c*x*y * w**(p - 1), the constant
+    multiplied in before the monomial is formed, or None where that term is constant: where
+    |c| > 1, c*x*y can be normal though x*y rounds to a subnormal, which TensorFlow flushes
+    to 0 (tanh(x*y)/(x*y)'s f_xy is -4/3*x*y + ... near x*y = 0)."""
+    lowest = min(sp.Poly(poly, t).monoms())[0]
+    if lowest == 0:
+        return None
+    c = poly.coeff(t, lowest)
+    rest = sp.expand(poly - c * t**lowest)
+    lead = sp.UnevaluatedExpr(c * w.args[0]) * w ** (lowest - 1)
+    return lead + (sp.horner(rest, t).subs(t, w) if rest != 0 else 0)
+
+
+def _at_infinity(g: sp.Expr, t, monomial: sp.Expr, other, power: int, name: str) -> list:
+    """other**power * g's leading term c*w**a at w -> +inf, with w**a written as the product
+    of |arg|**(e*a) over the monomial's args and other's powers gathered: where x*y
+    overflows, sqrt(x*y + 1) - 1 is sqrt(x)*sqrt(y), and its f_xx, -y**2/(4*(x*y + 1)**(3/2)),
+    is -sqrt(y)/(4*x**(3/2)); [] where that term is not c*w**a with a rational a."""
+    s = sp.Dummy("s", positive=True)
+    lead = bounded(SECONDS, None, _leading_term, g.subs(t, 1 / s), s)
+    if lead is None:
+        return []
+    c, a = lead
+    exponents = {arg: e * a for arg, e in monomial.as_powers_dict().items()}
+    odd = (1 if power > 0 else -1) if power % 2 else 0  # other**power = other**odd*|other|**rest
+    exponents[other] = exponents.get(other, 0) + power - odd
+    form = c * other**odd * sp.Mul(*(sp.Abs(arg) ** e for arg, e in exponents.items()))
+    label = f"{name} at inf"  # x**(3/2) overflows where x**(-1/2) thrice does not
+    return [(label, form)] + [(f"{label}+{more}", f) for more, f in spread_forms(form)]
+
+
+def _leading_term(expr: sp.Expr, s: sp.Symbol) -> tuple[sp.Expr, sp.Rational] | None:
+    """(c, a) with expr ~ c * s**-a as s -> 0+, c a nonzero real number; else None (and
+    where SymPy cannot expand it: exp(x*y) has no leading term at x*y -> inf)."""
+    try:
+        c, exponent = expr.as_leading_term(s).as_coeff_exponent(s)
+    except Exception:  # noqa: BLE001 - SymPy raises many kinds (PoleError for exp(1/s))
+        return None
+    if c.has(s) or not c.is_number or c == 0 or not c.is_real or not exponent.is_Rational:
+        return None
+    return c, -exponent
