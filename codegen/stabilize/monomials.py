@@ -151,14 +151,16 @@ def _series(g: sp.Expr, t, w, name: str) -> list[tuple[str, sp.Expr]]:
     exact = power_series.expansion(g, t, max(SERIES_TERMS))
     if exact is None or any(p < 0 for p in exact):
         return []
-    out = []
-    for terms in SERIES_TERMS:
-        poly = sum((c * t**p for p, c in exact.items() if p < terms), sp.S.Zero)
-        if poly.has(t):
-            out.append((f"series {name}<{terms}>", sp.horner(poly, t).subs(t, w)))
-    lead = _lead_in_args(poly, t, w)
+    polys = {n: sum((c * t**p for p, c in exact.items() if p < n), sp.S.Zero) for n in SERIES_TERMS}
+    out = [
+        (f"series {name}<{n}>", sp.horner(poly, t).subs(t, w))
+        for n, poly in polys.items()
+        if poly.has(t)
+    ]
+    longest = max(SERIES_TERMS)
+    lead = _lead_in_args(polys[longest], t, w)
     if lead is not None:
-        out.append((f"series {name}<{terms}>, lead in args", lead))
+        out.append((f"series {name}<{longest}>, lead in args", lead))
     return out
 
 
