@@ -50,7 +50,7 @@ from codegen.stabilize.rules import forget_rules
 from codegen.stabilize.screening import in_every_dtype, screened
 from codegen.stabilize.search import MARGIN_BITS, Search, best_form
 from codegen.stabilize.sum_series import forget_sum_series
-from codegen.timebound import work_budget
+from codegen.timebound import counting, time_left, work_budget
 
 SAMPLES = 2000  # the points `hogen verify` scores by default (docs/design.md: a fixed seed)
 # Seconds of work (`timebound`) one build's series and expansions at infinity share, and its
@@ -74,6 +74,11 @@ LIMITS_BUDGET_SECONDS = 5.0
 # none, spent 80 of its 139 s of build looking before it was bounded.
 SUM_SERIES_BUDGET_SECONDS = 10.0
 SUM_SERIES_SCAN_SECONDS = 6.0
+# The ops of every candidate the search measures in one build, counted like REFINE_OPS: past
+# them, what only second-guesses a choice already made stops (screening's later rounds, the
+# promoted pass's choosing again, the family's second pass). The slowest builds that keep the
+# promise measure 59k (d_log_hypot_minus_x), those over a minute 117k and 113k.
+EFFORT_OPS = 60000
 
 
 @dataclass(frozen=True)
@@ -155,7 +160,7 @@ def _screened_choice(spec: Spec, partial: Partial, samples, promoted: bool, form
     Where the last choice fails too, the round whose shipped forms do best at all the points
     found ships (`_best_round`): a new choice may trade a flush at twice the smallest normal
     for infs elsewhere (d_sqrt_diff_two's f_xx in float32, regimes in x whose pieces fail
-    where y > 1e33)."""
+    where y > 1e33). Once the build's effort is spent (`EFFORT_OPS`), no round follows."""
     rounds, banned = [], frozenset()
     for _ in range(SCREEN_ROUNDS):
         best, tried = best_form(Search(spec, partial, samples, promoted, banned), forms)
@@ -165,6 +170,9 @@ def _screened_choice(spec: Spec, partial: Partial, samples, promoted: bool, form
         more = screened(spec, partial.expr, shipped, tried, samples, promoted)
         if more is None:
             return best, tried, pair, samples
+        if not effort_left():
+            samples = more
+            break
         banned |= failing_pieces(shipped, tried, spec, samples, more, promoted)
         samples = more  # failures at points the sample missed: choose knowing them
     return (*_best_round(rounds, spec, samples, promoted), samples)
@@ -251,9 +259,15 @@ def stabilize(derivatives: Derivatives) -> StableForms:
         limits=LIMITS_BUDGET_SECONDS,
         refine=REFINE_OPS,
         refine_seconds=REFINE_GUARD_SECONDS,
+        effort=EFFORT_OPS,
     )
-    with budget, values_only():
+    with budget, values_only(), counting("effort"):
         return _stabilized(derivatives)
+
+
+def effort_left() -> bool:
+    """Whether the build has measured fewer ops than `EFFORT_OPS` (outside a build: True)."""
+    return time_left("effort") > 0
 
 
 def _stabilized(derivatives: Derivatives) -> StableForms:
@@ -262,7 +276,7 @@ def _stabilized(derivatives: Derivatives) -> StableForms:
     forms = [_explained(spec, p, valid_candidates) for p in partials]
     choices = _chosen_in_order(spec, partials, forms)
     seed = family_seed(choices, spec.order)
-    if seed:  # the forms that share one exp, chosen together where they cost less
+    if seed and effort_left():  # forms sharing one exp, chosen together where they cost less
         again = _chosen_in_order(spec, partials, forms, seed=seed)
         choices = cheaper(choices, again, spec.order)
     if any(c.promote_float32 for c in choices):
@@ -297,10 +311,13 @@ def _promoted_choice(spec: Spec, partial: Partial, first: Choice, forms) -> Choi
     closed form 64 bits off at 4% of its points where the first pass's regimes were off only
     at x, y > 1e147. Screening starts again from the initial sample, so a form whose
     failures only the first pass's screening knew (poisson_nll's value, exp(r) alone from
-    r = 396.7 where k is huge) is found failing again."""
+    r = 396.7 where k is huge) is found failing again. Once the build's effort is spent
+    (`EFFORT_OPS`), the first pass's form ships as it measures."""
     samples = measuring_points(spec, partial.expr, SAMPLES)
     chosen = measure(first.chosen.label, first.chosen.form, spec, samples, True)
     kept = Choice(partial.index, partial.expr, chosen, first.tried, True, chosen.figures[0])
+    if not effort_left():
+        return kept
     found = None
     if kept.keeps_promise():
         found = screened(spec, partial.expr, in_every_dtype(chosen), first.tried, samples, True)
