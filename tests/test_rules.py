@@ -19,7 +19,7 @@ from codegen.front.functions import erfcx, sigmoid, softplus
 from codegen.judge.accuracy import P99_LIMIT, bits_error, reference
 from codegen.judge.numeric import run
 from codegen.lower import lower
-from codegen.stabilize.rewriting import innermost_first
+from codegen.stabilize.rewriting import TooManyRewrites, innermost_first, rewrite_budget
 from codegen.stabilize.rules import FINAL_RULES, STABLE_RULES, Rule, apply_rules
 
 x, y = sp.symbols("x y", real=True)
@@ -260,6 +260,13 @@ CASES: dict[str, Case] = {
         ),
         untouched=(sp.erf(sp.Max(-6, sp.Min(6, x))), sp.erfc(x)),
     ),
+    "acosh_one_plus": Case(
+        rewrites=(
+            (sp.acosh(1 + x**2), log1p(x**2 + sp.Abs(x) * hypot(sp.sqrt(2), x))),
+            (sp.acosh(2 * y**2 + 1), log1p(2 * y**2 + sp.sqrt(2 * y**2) * sp.sqrt(2 * y**2 + 2))),
+        ),
+        untouched=(sp.acosh(x + 2), sp.acosh(x)),
+    ),
 }
 
 RULES = {rule.name: rule for rule in (*STABLE_RULES, *FINAL_RULES)}
@@ -369,6 +376,35 @@ def test_innermost_first_reaches_a_fixed_point():
     assert again == out and more == ()
 
 
+_f, _g = sp.Function("f"), sp.Function("g")
+SWAP = (
+    Rule("f_to_g", "f(u) = g(u)", lambda node: _g(*node.args) if node.func is _f else None),
+    Rule("g_to_f", "g(u) = f(u)", lambda node: _f(*node.args) if node.func is _g else None),
+)
+GROW = (Rule("grow", "f(u) = f(u + 1)", lambda n: _f(n.args[0] + 1) if n.func is _f else None),)
+
+
+def test_rules_that_undo_each_other_end_where_the_cycle_closes():
+    """Before, each of the nested rounds went around the cycle again: 20**8 rewrites."""
+    with rewrite_budget(50):
+        out, used = innermost_first(_f(x), SWAP)
+    assert (out, used) == (_g(x), ["f_to_g"])
+
+
+def test_a_cycle_of_the_library_rules_ends_too():
+    """abs_ratio took this factor of y*(sqrt(1 + (x/y)**2) - 1)'s derivatives around a cycle
+    of four forms, and its build past 300 s."""
+    u = y / x
+    with rewrite_budget(200):
+        innermost_first(-sp.Abs(u) * hypot(1, u) * u**2, STABLE_RULES)
+
+
+def test_rules_that_grow_their_input_stop_at_the_rewrite_budget():
+    with rewrite_budget(100), pytest.raises(TooManyRewrites):
+        innermost_first(_f(x), GROW)
+    assert apply_rules(_f(x), GROW, ()) == (_f(x), ())  # past the budget: nothing offered
+
+
 def test_used_names_are_sorted_and_unique():
     expr = sp.log(1 + sp.exp(x)) + sp.log(1 + sp.exp(2 * x)) + (sp.exp(x) - 1)
     _, used = apply_rules(expr)
@@ -413,6 +449,8 @@ UNSTABLE_AT = {
     "extreme_minus_arg": (sp.log(sp.exp(x) + sp.exp(y)) - x, (40.0, 1.0)),
     # exp(-760) flushes to 0 and x**20 times it is 4e-273: the y term alone is left
     "exp_sum_factor": (x**20 * sp.exp(x) - y * sp.exp(y), (-760.0, -700.0)),
+    # 1 + 1e-20 rounds to 1, and acosh(1) is 0; the value is sqrt(2e-20)
+    "acosh_one_plus": (sp.acosh(1 + x**2), (1e-10,)),
 }
 
 

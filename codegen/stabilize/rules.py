@@ -16,7 +16,13 @@ import sympy as sp
 from sympy.codegen.cfunctions import expm1, hypot, log1p
 
 from codegen.front.functions import erfcx, sigmoid, softplus
-from codegen.stabilize.rewriting import Rule, innermost_first, outermost_first
+from codegen.stabilize.rewriting import (
+    Rule,
+    TooManyRewrites,
+    innermost_first,
+    outermost_first,
+    rewrite_budget,
+)
 
 
 @functools.lru_cache(maxsize=1 << 14)  # six rules ask it of each sum
@@ -463,6 +469,16 @@ def _log_cosh(node):
     return None
 
 
+def _acosh_one_plus(node):
+    """acosh(1 + u) -> log1p(u + sqrt(u*(u + 2))): 1 + u rounds where u is small, and the
+    acosh of the rounded sum has lost what u held (sqrt(2u) for the value)."""
+    if node.func is sp.acosh and node.args[0].is_Add:
+        constant, rest = split_constant(node.args[0])
+        if constant == 1 and rest != 0:
+            return log1p(rest + sp.sqrt(rest * (rest + 2)))
+    return None
+
+
 STABLE_RULES: tuple[Rule, ...] = (
     Rule("log1p", "log(1 + u) = log1p(u)", _log1p),
     Rule("expm1", "exp(u) - 1 = expm1(u)", _expm1),
@@ -522,6 +538,7 @@ STABLE_RULES: tuple[Rule, ...] = (
         _inverse_hyperbolic,
     ),
     Rule("sech_squared", "1 - tanh(u)**2 = 4 sigmoid(2u) sigmoid(-2u)", _sech_squared),
+    Rule("acosh_one_plus", "acosh(1 + u) = log1p(u + sqrt(u (u + 2)))", _acosh_one_plus),
 )
 
 # Applied once the rules above are done: their patterns must still see the bare function
@@ -541,9 +558,10 @@ def apply_rules(
     innermost nodes first, or (`outermost`) outermost first (`rewriting`).
 
     Where SymPy recurses without end building a rewritten node (Abs of some products of
-    exponentials), `expr` comes back unchanged: that candidate is not offered. What the rules
-    gave is kept for the build (`forget_rules`): each form's versions ask for it twice, and
-    the forms of one partial recur in those of the next.
+    exponentials), or the rules make more than `MAX_REWRITES` rewrites, `expr` comes back
+    unchanged: that candidate is not offered. What the rules gave is kept for the build
+    (`forget_rules`): each form's versions ask for it twice, and the forms of one partial
+    recur in those of the next.
     """
     return _applied(expr, rules, final, outermost)
 
@@ -551,9 +569,10 @@ def apply_rules(
 @functools.lru_cache(maxsize=1 << 12)
 def _applied(expr: sp.Expr, rules, final, outermost: bool) -> tuple[sp.Expr, tuple]:
     try:
-        out, used = (outermost_first if outermost else innermost_first)(expr, rules)
-        out, last = innermost_first(out, final)
-    except RecursionError:
+        with rewrite_budget():
+            out, used = (outermost_first if outermost else innermost_first)(expr, rules)
+            out, last = innermost_first(out, final)
+    except (RecursionError, TooManyRewrites):
         return expr, ()
     return out, tuple(sorted({*used, *last}))
 
