@@ -81,7 +81,7 @@ CASES: dict[str, Case] = {
     ),
     "log_sigmoid": Case(
         rewrites=((sp.log(sigmoid(x)), -softplus(-x)), (sp.log(sigmoid(-x)), -softplus(x))),
-        untouched=(sp.log(2 * sigmoid(x)), sp.log(sigmoid(x) + 2)),
+        untouched=(sp.log(3 * sigmoid(x)), sp.log(sigmoid(x) + 2)),
     ),
     "logaddexp": Case(
         rewrites=((sp.log(sp.exp(x) + sp.exp(y)), sp.Max(x, y) + softplus(-sp.Abs(x - y))),),
@@ -132,7 +132,7 @@ CASES: dict[str, Case] = {
             (sp.log(sp.erfc(x)), sp.log(erfcx(x)) - x**2),
             (sp.log(sp.erfc(2 * x) / 2), sp.log(erfcx(2 * x) / 2) - 4 * x**2),
         ),
-        untouched=(sp.log(sp.erf(x)), sp.log(x + sp.erfc(x)), sp.erfc(x)),
+        untouched=(sp.log(x * sp.erf(x)), sp.log(x + sp.erfc(x)), sp.erfc(x)),
     ),
     "pow_log1p": Case(
         rewrites=(
@@ -198,8 +198,12 @@ CASES: dict[str, Case] = {
         rewrites=(
             (softplus(x) - x, softplus(-x)),
             (2 * softplus(x) - 2 * x + y, y + 2 * softplus(-x)),
+            (
+                softplus(x) - x * y,
+                softplus(-sp.Abs(x)) + sp.Max(x, 0) * (1 - y) - sp.Min(x, 0) * y,
+            ),
         ),
-        untouched=(softplus(x) + x, softplus(x) - y),
+        untouched=(softplus(x) + x, softplus(x) - y, softplus(-x) + x * (1 - y)),
     ),
     "log_ratio": Case(
         rewrites=(
@@ -266,6 +270,22 @@ CASES: dict[str, Case] = {
             (sp.acosh(2 * y**2 + 1), log1p(2 * y**2 + sp.sqrt(2 * y**2) * sp.sqrt(2 * y**2 + 2))),
         ),
         untouched=(sp.acosh(x + 2), sp.acosh(x)),
+    ),
+    "arc_near_one": Case(
+        rewrites=(
+            # arguments in [-1, 1] at every test point
+            (sp.acos(1 - x**2 / 16), 2 * sp.asin(sp.sqrt(2) * sp.Abs(x) / 8)),
+            (sp.acos(y**2 / 100 - 1), sp.pi - 2 * sp.asin(sp.sqrt(2) * sp.Abs(y) / 20)),
+            (sp.asin(1 - x**2 / 16), sp.pi / 2 - 2 * sp.asin(sp.sqrt(2) * sp.Abs(x) / 8)),
+        ),
+        untouched=(sp.acos(x), sp.acos(2 - x), sp.asin(x / 2)),
+    ),
+    "log_complement": Case(
+        rewrites=(
+            (sp.log(sp.erf(x**2 + 1)), log1p(-sp.erfc(x**2 + 1))),
+            (sp.log(sp.cos(y / 8)), log1p(-2 * sp.sin(y / 16) ** 2)),
+        ),
+        untouched=(sp.log(x**2), sp.log(sp.sin(x))),
     ),
 }
 
@@ -451,6 +471,10 @@ UNSTABLE_AT = {
     "exp_sum_factor": (x**20 * sp.exp(x) - y * sp.exp(y), (-760.0, -700.0)),
     # 1 + 1e-20 rounds to 1, and acosh(1) is 0; the value is sqrt(2e-20)
     "acosh_one_plus": (sp.acosh(1 + x**2), (1e-10,)),
+    # 1 - 1e-20 rounds to 1, and acos(1) is 0; the value is sqrt(2e-20)
+    "arc_near_one": (sp.acos(1 - x**2), (1e-10,)),
+    # erf(10) rounds to 1, and log(1) is 0; the value is -erfc(10) = -2.1e-45
+    "log_complement": (sp.log(sp.erf(x)), (10.0,)),
 }
 
 

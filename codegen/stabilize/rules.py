@@ -168,7 +168,11 @@ def _atan_complement(node):
 
 def _softplus_reflection(node):
     """c*softplus(u) + r -> c*softplus(-u) + (c*u + r) where c*u cancels in r: softplus(x) - x
-    is softplus(-x), which does not round x + tiny back to x first."""
+    is softplus(-x), which does not round x + tiny back to x first. Where r holds c*u times
+    a polynomial w instead, softplus(u) = softplus(-|u|) + max(u, 0) leaves u*(1 - w) where
+    u > 0 and -u*w where u < 0: softplus(x) - x*y, the cross-entropy of logits x and labels
+    y, is softplus(-|x|) + max(x, 0)*(1 - y) - min(x, 0)*y, with nothing to cancel where x
+    is large and y is 1 (TensorFlow's sigmoid_cross_entropy_with_logits keeps x - x*y)."""
     if not node.is_Add:
         return None
     for term in node.args:
@@ -178,6 +182,23 @@ def _softplus_reflection(node):
             linear = sp.expand(node - term + coeff * u)
             if sp.count_ops(linear) < sp.count_ops(node - term):
                 return coeff * softplus(-u) + linear
+            scaled = _scaled_term(node - term, coeff * u)
+            if scaled is not None:
+                rest, w = scaled
+                kept = sp.Max(u, 0) * (1 - w) - sp.Min(u, 0) * w
+                return coeff * (softplus(-sp.Abs(u)) + kept) + rest
+    return None
+
+
+def _scaled_term(r: sp.Expr, cu: sp.Expr) -> tuple[sp.Expr, sp.Expr] | None:
+    """(r - t, w) for the first term t of r that is -cu*w with w a polynomial in the args
+    without a constant term (one that has it, 1 - y, is what this rewrite leaves); else
+    None."""
+    for t in sp.Add.make_args(r):
+        w = sp.cancel(-t / cu)
+        polynomial = sp.denom(w).is_number and w.is_polynomial(*w.free_symbols)
+        if polynomial and not w.is_number and w.as_coeff_Add()[0] == 0:
+            return r - t, w
     return None
 
 
@@ -479,6 +500,38 @@ def _acosh_one_plus(node):
     return None
 
 
+def _arc_near_one(node):
+    """acos(1 - u) -> 2*asin(sqrt(u/2)), and acos(u - 1), asin(1 - u), asin(u - 1) through
+    it: 1 - u rounds where u is small, and acos of the rounded sum has lost what u held
+    (sqrt(2u) for the value), as acosh(1 + u) has."""
+    if node.func not in (sp.acos, sp.asin) or not node.args[0].is_Add:
+        return None
+    constant, rest = split_constant(node.args[0])
+    if constant not in (1, -1) or rest == 0:
+        return None
+    twice = 2 * sp.asin(sp.sqrt(-constant * rest / 2))  # acos(1 - u) for u = -constant*rest
+    if node.func is sp.acos:
+        return twice if constant == 1 else sp.pi - twice
+    return sp.pi / 2 - twice if constant == 1 else twice - sp.pi / 2
+
+
+# The rules that write 1 - g as a form without its cancellation, for `_log_complement`
+COMPLEMENTS = ("erfc", "one_minus_cos", "sigmoid_complement", "sech_squared")
+
+
+def _log_complement(node):
+    """log(g) -> log1p(-c) where a complement rule writes c = 1 - g (1 - erf(u) =
+    erfc(u), 1 - cos(u) = 2 sin(u/2)**2): where g is near 1, log(g) keeps only what g's
+    rounding left of 1 - g, and log(erf(u)) is 0 once erf(u) rounds to 1."""
+    if node.func is not sp.log or node.args[0].is_Add:
+        return None
+    complement = 1 - node.args[0]
+    for rule in STABLE_RULES:
+        if rule.name in COMPLEMENTS and (written := rule.rewrite(complement)) is not None:
+            return log1p(-written)
+    return None
+
+
 STABLE_RULES: tuple[Rule, ...] = (
     Rule("log1p", "log(1 + u) = log1p(u)", _log1p),
     Rule("expm1", "exp(u) - 1 = expm1(u)", _expm1),
@@ -539,6 +592,8 @@ STABLE_RULES: tuple[Rule, ...] = (
     ),
     Rule("sech_squared", "1 - tanh(u)**2 = 4 sigmoid(2u) sigmoid(-2u)", _sech_squared),
     Rule("acosh_one_plus", "acosh(1 + u) = log1p(u + sqrt(u (u + 2)))", _acosh_one_plus),
+    Rule("arc_near_one", "acos(1 - u) = 2 asin(sqrt(u/2)); acos(u - 1), asin alike", _arc_near_one),
+    Rule("log_complement", "log(g) = log1p(-(1 - g)) where a rule rewrites 1 - g", _log_complement),
 )
 
 # Applied once the rules above are done: their patterns must still see the bare function
