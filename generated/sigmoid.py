@@ -136,19 +136,29 @@ def _sigmoid_d_xxx(x):
 
     f''' = exp(-x)/(1 + exp(-x))**2 - 6*exp(-2*x)/(1 + exp(-x))**3 + 6*exp(-3*x)/(1 +
         exp(-x))**4
-    form (cancel+sigmoid+rules+spread powers): sigmoid(-x)*sigmoid(x)*(-6*sigmoid(x) +
-        sigmoid(x)*(6*sigmoid(x)) + 1)
-    measured float32 mean 0.52 / p99 3.3 bits, float64 mean 0.72 / p99 3.3 bits
+    form (d/dx of (sympy+sigmoid+rules(sigmoid_complement))): -(1/2 -
+        tanh(x/2)**2/2)*sigmoid(-x)*sigmoid(x) - tanh(x/2)*sigmoid(-x)**2*sigmoid(x) +
+        tanh(x/2)*sigmoid(-x)*sigmoid(x)**2
+    measured float32 mean 0.34 / p99 2.3 bits, float64 mean 0.41 / p99 2.3 bits
     """
     v0 = tf.math.sigmoid(x)
-    v1 = tf.math.negative(x)
-    v2 = tf.math.sigmoid(v1)
-    v3 = tf.math.multiply(v0, v2)
-    v4 = tf.math.multiply(v0, 6.0)
-    v5 = tf.math.multiply(v0, v4)
-    v6 = tf.math.add(v5, 1.0)
-    v7 = tf.math.subtract(v6, v4)
-    d_xxx = tf.math.multiply(v3, v7)
+    v1 = tf.math.square(v0)
+    v2 = tf.math.negative(x)
+    v3 = tf.math.sigmoid(v2)
+    v4 = tf.math.multiply(v1, v3)
+    v5 = tf.math.multiply(x, 0.5)
+    v6 = tf.math.tanh(v5)
+    v7 = tf.math.multiply(v4, v6)
+    v8 = tf.math.square(v6)
+    v9 = tf.math.multiply(v8, 0.5)
+    v10 = 0.5 - v9
+    v11 = tf.math.multiply(v10, v0)
+    v12 = tf.math.multiply(v11, v3)
+    v13 = tf.math.subtract(v7, v12)
+    v14 = tf.math.square(v3)
+    v15 = tf.math.multiply(v14, v0)
+    v16 = tf.math.multiply(v15, v6)
+    d_xxx = tf.math.subtract(v13, v16)
     return d_xxx
 
 

@@ -104,19 +104,29 @@ def _sigmoid_d_xxx(x):
 
     f''' = exp(-x)/(1 + exp(-x))**2 - 6*exp(-2*x)/(1 + exp(-x))**3 + 6*exp(-3*x)/(1 +
         exp(-x))**4
-    form (cancel+sigmoid+rules+spread powers): sigmoid(-x)*sigmoid(x)*(-6*sigmoid(x) +
-        sigmoid(x)*(6*sigmoid(x)) + 1)
-    measured float32 mean 0.52 / p99 3.3 bits, float64 mean 0.72 / p99 3.3 bits
+    form (d/dx of (sympy+sigmoid+rules(sigmoid_complement))): -(1/2 -
+        tanh(x/2)**2/2)*sigmoid(-x)*sigmoid(x) - tanh(x/2)*sigmoid(-x)**2*sigmoid(x) +
+        tanh(x/2)*sigmoid(-x)*sigmoid(x)**2
+    measured float32 mean 0.34 / p99 2.3 bits, float64 mean 0.41 / p99 2.3 bits
     """
     v0 = torch.sigmoid(x)
-    v1 = torch.neg(x)
-    v2 = torch.sigmoid(v1)
-    v3 = torch.mul(v0, v2)
-    v4 = torch.mul(v0, 6.0)
-    v5 = torch.mul(v0, v4)
-    v6 = torch.add(v5, 1.0)
-    v7 = torch.sub(v6, v4)
-    d_xxx = torch.mul(v3, v7)
+    v1 = torch.square(v0)
+    v2 = torch.neg(x)
+    v3 = torch.sigmoid(v2)
+    v4 = torch.mul(v1, v3)
+    v5 = torch.mul(x, 0.5)
+    v6 = torch.tanh(v5)
+    v7 = torch.mul(v4, v6)
+    v8 = torch.square(v6)
+    v9 = torch.mul(v8, 0.5)
+    v10 = 0.5 - v9
+    v11 = torch.mul(v10, v0)
+    v12 = torch.mul(v11, v3)
+    v13 = torch.sub(v7, v12)
+    v14 = torch.square(v3)
+    v15 = torch.mul(v14, v0)
+    v16 = torch.mul(v15, v6)
+    d_xxx = torch.sub(v13, v16)
     return d_xxx
 
 

@@ -2,7 +2,8 @@
 
 In: the spec and one partial. Out: (label, form) pairs, the derivative as SymPy wrote it
 first, then every closed form of `candidates` and every sign-branch form of `exp_branches`
-that equals the derivative at the check points (a `Regimes` at the points each piece owns).
+that equals the derivative at the check points (a `Regimes` at the points each piece owns);
+and, once its lower orders are chosen, the derivatives of their forms that equal it (`derived`).
 Args whose domain is nonnegative are given to the rewrites as nonnegative symbols, and the
 forms are written in the spec's symbols again.
 """
@@ -17,6 +18,7 @@ from codegen.derive import Partial
 from codegen.front.spec import Spec
 from codegen.lower import Regimes
 from codegen.stabilize.candidates import candidates
+from codegen.stabilize.derived import derived_forms
 from codegen.stabilize.exp_branches import sign_branch_forms
 from codegen.stabilize.measuring import equals_exact
 from codegen.stabilize.refinements import lowers
@@ -39,6 +41,20 @@ def valid_candidates(spec: Spec, partial: Partial) -> list[tuple[str, object]]:
         if form == partial.expr or (lowered and _valid(form, partial.expr, spec, known)):
             out.append((label, form))
     return out if out and out[0][0] == "sympy" else [("sympy", partial.expr), *out]
+
+
+def valid_derived(spec: Spec, partial: Partial, choices) -> list[tuple[str, sp.Expr]]:
+    """The derivatives of the forms chosen for a partial's ancestors (`derived`, `choices`
+    the choices made so far) that equal it and lower."""
+    if isinstance(partial.expr, sp.Piecewise):
+        return []
+    chosen = {c.index: (c.chosen.label, c.chosen.form) for c in choices}
+    known = _domain_symbols(spec)
+    return [
+        (label, form)
+        for label, form in derived_forms(partial, chosen, spec.arg_symbols)
+        if lowers(form) and _valid(form, partial.expr, spec, known)
+    ]
 
 
 def _restored(form, back: dict):

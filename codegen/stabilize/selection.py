@@ -39,7 +39,7 @@ from codegen.stabilize.measuring import (
     param_values,
     prepare_references,
 )
-from codegen.stabilize.offered import valid_candidates
+from codegen.stabilize.offered import valid_candidates, valid_derived
 from codegen.stabilize.per_dtype import split
 from codegen.stabilize.piecewise import choose_pieces
 from codegen.stabilize.refinements import (
@@ -291,6 +291,7 @@ def _chosen_in_order(spec: Spec, partials, forms, first_pass=None, seed=()) -> t
     computes float32 so (`_promoted_choice`)."""
     choices: list[Choice] = []
     for i, (partial, its_forms) in enumerate(zip(partials, forms)):
+        its_forms = _with_derived(spec, partial, its_forms, choices)
         if first_pass is None:
             step, args = choose, (SAMPLES, False, its_forms)
         else:
@@ -299,6 +300,14 @@ def _chosen_in_order(spec: Spec, partials, forms, first_pass=None, seed=()) -> t
         with sharing((*seed, *(c.chosen.form for c in choices)), last):
             choices.append(_explained(spec, partial, step, *args))
     return tuple(choices)
+
+
+def _with_derived(spec: Spec, partial: Partial, forms, choices) -> list:
+    """`forms` and, after them, the derivatives of the forms chosen for the partial's
+    ancestors (`derived`) that are not among them."""
+    offered = {form for _, form in forms if isinstance(form, sp.Expr)}
+    derived = _explained(spec, partial, valid_derived, choices)
+    return [*forms, *((label, form) for label, form in derived if form not in offered)]
 
 
 def _promoted_choice(spec: Spec, partial: Partial, first: Choice, forms) -> Choice:
