@@ -46,8 +46,9 @@ def line_difference(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> sp.Expr | Non
 
 def split_difference(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> sp.Expr | None:
     """x - y where regimes may split on it: `line_difference`, or where `expr` is a function
-    of x - y alone (erf(x - y), a loss of the residual x - y), or `antisymmetric`: its forms'
-    accuracy then depends on x - y, which no threshold on x or on y follows."""
+    of x - y alone (erf(x - y), a loss of the residual x - y), or `antisymmetric`, or
+    `vanishes_on_line` (a divergence of x from y): its forms' accuracy then depends on
+    x - y, which no threshold on x or on y follows."""
     line = line_difference(expr, args)
     if line is not None or len(args) != 2:
         return line
@@ -56,7 +57,19 @@ def split_difference(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> sp.Expr | No
     shifted = expr.subs(x, y + d).free_symbols
     if d in shifted and y not in shifted:
         return x - y
-    return x - y if antisymmetric(expr, args) else None
+    return x - y if antisymmetric(expr, args) or vanishes_on_line(expr, args) else None
+
+
+def vanishes_on_line(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> bool:
+    """Whether `expr` is 0 wherever x = y, as a divergence of x from y is (y*log(y/x) - y + x,
+    the Poisson deviance): every form of it cancels near the line, and a series in x - y
+    does not. SymPy's own evaluation decides, with the logs expanded; nothing is simplified."""
+    return expr != 0 and bounded(ANTISYMMETRY_SECONDS, False, _zero_on_line, expr, args)
+
+
+def _zero_on_line(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> bool:
+    x, y = args
+    return sp.expand(sp.expand_log(expr.xreplace({x: y}), force=True)) == 0
 
 
 def antisymmetric(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> bool:
