@@ -31,7 +31,8 @@ from codegen.stabilize.products import (
     squares_as_hypot,
 )
 from codegen.stabilize.radicals import modulo_roots
-from codegen.stabilize.rules import apply_rules, split_constant
+from codegen.stabilize.rewriting import split_constant
+from codegen.stabilize.rules import apply_rules
 from codegen.timebound import SymPyTimeout, bounded, time_limit  # noqa: F401 - re-exported
 
 SIMPLIFY_MAX_OPS = 150

@@ -134,3 +134,47 @@ def _children(node, rules, depth, order) -> tuple[sp.Expr, list[str]]:
         new_args.append(new_arg)
         used += names
     return (node.func(*new_args) if tuple(new_args) != node.args else node), used
+
+
+# Patterns the rules share: sums split into a constant and terms, and pairs of terms.
+
+
+@functools.lru_cache(maxsize=1 << 14)  # six rules ask it of each sum
+def split_constant(expr: sp.Add) -> tuple[sp.Expr, sp.Expr]:
+    constant, rest = expr.as_independent(*expr.free_symbols, as_Add=True)
+    return constant, rest
+
+
+def constant_terms(node):
+    """For a sum `k + c*F + others` with k != 0: yield (k, others, c, F) for each term c*F."""
+    if not node.is_Add:
+        return
+    constant, rest = split_constant(node)
+    if constant == 0:
+        return
+    for term in sp.Add.make_args(rest):
+        coeff, factor = term.as_independent(*term.free_symbols, as_Add=False)
+        yield constant, rest - term, coeff, factor
+
+
+def paired_terms(node, matches):
+    """For a sum holding c*f and -c*g with `matches(c, f, g)`, the first such pair:
+    (c, f, g, the other terms); else None."""
+    if not node.is_Add:
+        return None
+    terms = [t.as_coeff_Mul() for t in node.args]
+    for i, (c, f) in enumerate(terms):
+        for j, (d, g) in enumerate(terms):
+            if j != i and d == -c and matches(c, f, g):
+                others = sp.Add(*(t for k, t in enumerate(node.args) if k not in (i, j)))
+                return c, f, g, others
+    return None
+
+
+def opposite_pair(node, func):
+    """For a sum holding c*func(a) and -c*func(b): (c, a, b, the other terms); else None."""
+    found = paired_terms(node, lambda c, f, g: f.func is func and g.func is func and c > 0)
+    if found is None:
+        return None
+    c, f, g, others = found
+    return c, f.args[0], g.args[0], others
