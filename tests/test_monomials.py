@@ -11,13 +11,19 @@ import numpy as np
 import sympy as sp
 
 from codegen.derive import derive
+from codegen.front.functions import softplus
 from codegen.front.spec import parse_spec_text
 from codegen.judge.accuracy import MEAN_LIMIT, P99_LIMIT, bits_error, reference
 from codegen.judge.numeric import run
 from codegen.lower import lower
 from codegen.stabilize import stabilize
 from codegen.stabilize.measuring import shipped_at_verify
-from codegen.stabilize.monomials import monomial_forms, monomial_series, of_one_monomial
+from codegen.stabilize.monomials import (
+    _substituted,
+    monomial_forms,
+    monomial_series,
+    of_one_monomial,
+)
 
 x, y = sp.symbols("x y", real=True)
 ARGS = (x, y)
@@ -135,3 +141,12 @@ def test_a_root_of_a_product_keeps_the_promise():
     x*y overflows where the root does not, and every order is a function of x*y times y**k."""
     for (index, dtype), figures in _at_verify("sqrt(x*y + 1) - 1").items():
         assert figures.keeps_promise(), (index, dtype, figures)
+
+
+def test_a_form_sympy_refuses_to_substitute_is_dropped_not_raised():
+    """max(3*t, softplus(2*t)) with the unevaluated monomial for t: SymPy's Max refuses an arg
+    not known to be real, and the form is left out; others are substituted."""
+    x, y = sp.symbols("x y", real=True)
+    t, w = sp.Dummy("w", real=True), sp.UnevaluatedExpr(x * y)
+    assert _substituted(sp.Max(3 * t, softplus(2 * t)), t, w) is None
+    assert _substituted(sp.exp(t) + t, t, w) == sp.exp(w) + w

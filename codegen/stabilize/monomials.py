@@ -142,7 +142,21 @@ def _forms(monomial: sp.Expr, other, power: int, g: sp.Expr, t) -> list[tuple[st
         (f"{label}+{more}", f) for label, form in list(closed) for more, f in spread_forms(form)
     ]
     closed = list({sp.srepr(form): (label, form) for label, form in closed}.values())
-    return [(label, other**power * form.subs(t, w)) for label, form in closed]
+    return [
+        (label, other**power * written)
+        for label, form in closed
+        if (written := _substituted(form, t, w)) is not None
+    ]
+
+
+def _substituted(form: sp.Expr, t, w: sp.UnevaluatedExpr) -> sp.Expr | None:
+    """`form` with w for t, or None where SymPy refuses it: Max and Min ask their args to be
+    real, and softplus(2*w) of an unevaluated w is not known to be (a fold of
+    `rules_logsumexp`, max(w, softplus(2*w)) + ...)."""
+    try:
+        return form.subs(t, w)
+    except ValueError:
+        return None
 
 
 def _series(g: sp.Expr, t, w, name: str) -> list[tuple[str, sp.Expr]]:

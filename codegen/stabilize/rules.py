@@ -4,9 +4,9 @@ In: a SymPy expression. Out: the same function, rewritten by named rules applied
 fixed point, innermost or outermost nodes first (`rewriting`). Each rule is data: a `Rule`
 with a name, the identity it uses, and a function that rewrites one node or returns None
 when the node is not its pattern. The rules live with their kin (`rules_exp_log`,
-`rules_special`); `STABLE_RULES` is the tuple `stabilize` applies, in `ORDER`, the order
-named as data. Every rule is tested three ways (the rewrite, a node it must leave alone,
-and equality with the original) in tests/test_rules.py.
+`rules_logsumexp`, `rules_special`); `STABLE_RULES` is the tuple `stabilize` applies, in
+`ORDER`, the order named as data. Every rule is tested three ways (the rewrite, a node it
+must leave alone, and equality with the original) in tests/test_rules.py.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from codegen.stabilize.rewriting import (
     rewrite_budget,
 )
 from codegen.stabilize.rules_exp_log import EXP_LOG_RULES
+from codegen.stabilize.rules_logsumexp import LOGSUMEXP_RULES
 from codegen.stabilize.rules_special import ERF_SATURATE, SPECIAL_RULES
 
 # The rules that write 1 - g as a form without its cancellation, for `_log_complement`
@@ -46,7 +47,9 @@ def _log_complement(node):
 LOG_COMPLEMENT = Rule(
     "log_complement", "log(g) = log1p(-(1 - g)) where a rule rewrites 1 - g", _log_complement
 )
-_BY_NAME = {rule.name: rule for rule in (*EXP_LOG_RULES, *SPECIAL_RULES, LOG_COMPLEMENT)}
+_BY_NAME = {
+    rule.name: rule for rule in (*EXP_LOG_RULES, *LOGSUMEXP_RULES, *SPECIAL_RULES, LOG_COMPLEMENT)
+}
 
 # The order the rules are tried in at each node (the first that matches rewrites it): part
 # of what a build writes, so a new rule goes last unless it must come before another.
@@ -63,6 +66,7 @@ ORDER = (
     "atan_complement",
     "log_sigmoid",
     "softplus_reflection",
+    "logsumexp",  # before log_exp_factor, which takes a sum with one bare exp
     "logaddexp",
     "log_ratio",
     "log_exp_product",
@@ -84,6 +88,7 @@ ORDER = (
     "acosh_one_plus",
     "arc_near_one",
     "log_complement",
+    "softmax",
 )
 STABLE_RULES: tuple[Rule, ...] = tuple(_BY_NAME[name] for name in ORDER)
 

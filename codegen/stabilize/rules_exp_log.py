@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sympy as sp
 from sympy.codegen.cfunctions import expm1, log1p
+from sympy.functions.elementary.miscellaneous import MinMaxBase
 
 from codegen.front.functions import sigmoid, softplus
 from codegen.stabilize.rewriting import (
@@ -126,12 +127,20 @@ def _scaled_term(r: sp.Expr, cu: sp.Expr) -> tuple[sp.Expr, sp.Expr] | None:
     """(r - t, w) for the first term t of r that is -cu*w with w a polynomial in the args
     without a constant term (one that has it, 1 - y, is what this rewrite leaves); else
     None."""
+    allowed = _applied_functions(cu)
     for t in sp.Add.make_args(r):
+        if not _applied_functions(t) <= allowed:  # w would not be a polynomial
+            continue
         w = sp.cancel(-t / cu)
         polynomial = sp.denom(w).is_number and w.is_polynomial(*w.free_symbols)
         if polynomial and not w.is_number and w.as_coeff_Add()[0] == 0:
             return r - t, w
     return None
+
+
+def _applied_functions(expr: sp.Expr) -> set[sp.Expr]:
+    """The function applications in `expr` (exp(x), softplus(u), Max(a, b), |u|)."""
+    return {n for n in sp.preorder_traversal(expr) if isinstance(n, (sp.Function, MinMaxBase))}
 
 
 def _log_sigmoid(node):
