@@ -149,13 +149,18 @@ def _log_sigmoid(node):
     return None
 
 
+def logaddexp(a: sp.Expr, b: sp.Expr) -> sp.Expr:
+    """log(exp(a) + exp(b)) as max(a, b) + softplus(-|a - b|), which neither overflows nor
+    cancels (also `rules_logsumexp`'s step)."""
+    return sp.Max(a, b) + softplus(-sp.Abs(a - b))
+
+
 def _logaddexp(node):
-    """log(exp(a) + exp(b)) -> max(a, b) + softplus(-|a - b|)."""
+    """log(exp(a) + exp(b)) -> `logaddexp(a, b)`."""
     if node.func is sp.log and node.args[0].is_Add and len(node.args[0].args) == 2:
         first, second = node.args[0].args
         if first.func is sp.exp and second.func is sp.exp:
-            a, b = first.args[0], second.args[0]
-            return sp.Max(a, b) + softplus(-sp.Abs(a - b))
+            return logaddexp(first.args[0], second.args[0])
     return None
 
 

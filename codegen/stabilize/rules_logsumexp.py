@@ -27,6 +27,7 @@ from sympy.codegen.cfunctions import log1p
 
 from codegen.front.functions import softplus
 from codegen.stabilize.rewriting import Rule
+from codegen.stabilize.rules_exp_log import logaddexp
 
 MIN_TERMS = 3  # two terms: `logaddexp`, `sigmoid`, `log_exp_factor`
 # Each term nests the fold one level deeper, and the rules after it take time that grows
@@ -67,14 +68,10 @@ def logsumexp(exponents: list[sp.Expr]) -> sp.Expr | None:
     total = ordered[0]
     try:
         for exponent in ordered[1:]:
-            total = softplus(exponent) if total == 0 else _logaddexp(total, exponent)
+            total = softplus(exponent) if total == 0 else logaddexp(total, exponent)
     except ValueError:
         return None
     return total
-
-
-def _logaddexp(a: sp.Expr, b: sp.Expr) -> sp.Expr:
-    return sp.Max(a, b) + softplus(-sp.Abs(a - b))
 
 
 def _log_exp_sum(node):
