@@ -164,6 +164,23 @@ def test_second_derivative_of_softplus_far_out():
     assert ref1(sigmoid(x) * sigmoid(-x), 1e5, "float32") == 0.0
 
 
+def test_saturated_differences_are_resolved_through_complements():
+    """erf(x + 1) - erf(x) at x = ±1000 is exp(-1e6)-small beside 1: no precision up to the
+    ladder's top resolves it, the complements erfc(x) - erfc(x + 1) (x > 0) and
+    erfc(-x - 1) - erfc(-x) (x < 0) do. Checked against mpmath written with erfc by hand."""
+    f = sp.log(sp.erf(x + 1) - sp.erf(x))
+    assert ref1(f, 1000.0) == correctly_rounded(
+        lambda: mpmath.log(mpmath.erfc(1000) - mpmath.erfc(1001))
+    )
+    assert ref1(f, -1000.0) == correctly_rounded(
+        lambda: mpmath.log(mpmath.erfc(999) - mpmath.erfc(1000))
+    )
+    assert ref1(sp.tanh(x) - sp.tanh(x - 2), 1e4) == 0.0  # 4e-8686: below the smallest normal
+    assert ref1(sp.log(sp.tanh(x) - sp.tanh(x - 2)), 1e4) == correctly_rounded(
+        lambda: mpmath.log(2 / (mpmath.exp(2 * 9998) + 1) - 2 / (mpmath.exp(2 * 10000) + 1))
+    )
+
+
 def test_removable_singularities_take_the_limit():
     s = sp.sin(x) / x
     assert ref1(s, 0.0) == 1.0

@@ -9,12 +9,13 @@ and `figures` (how far an op's output lies from it, and whether that keeps the
 promise).
 
 The reference runs the expression in python-flint `arb` balls (`balls`) at doubling
-precision (64 to 16384 bits) until both ends of the ball round to the same
-float. arb's exp overflows only for arguments of 2**(2 * precision) or more, so
-doubling also cures overflow: from 512 bits every float argument is fine, and
-at 16384 bits exp(2**32767) takes 3 ms (mpmath.iv needs 26 s for 2**16384,
-so it is no fallback). Where an operand is exactly 0 (sin(x)/x at 0) the value
-is SymPy's limit, if both sides agree. The sample points come from `sampling` (never
+precision (64 to 16384 bits) until both ends of the ball round to the same float (`ladder`;
+where that never happens, once more with exact complements of saturating functions:
+erf(x + 1) - erf(x) at x = 1000 as erfc(x) - erfc(x + 1)). arb's exp overflows only for
+arguments of 2**(2 * precision) or more, so doubling also cures overflow: from 512 bits
+every float argument is fine, and at 16384 bits exp(2**32767) takes 3 ms (mpmath.iv needs
+26 s for 2**16384, so it is no fallback). Where an operand is exactly 0 (sin(x)/x at 0) the
+value is SymPy's limit, if both sides agree. The sample points come from `sampling` (never
 subnormal: TensorFlow flushes them to 0 on CPU).
 """
 
@@ -27,17 +28,16 @@ import math
 import os
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import flint
 import numpy as np
 import sympy as sp
 from sympy.codegen.cfunctions import expm1, log1p
 
 from codegen.front.functions import sigmoid, softplus
-from codegen.judge import portable
-from codegen.judge.balls import compile_joint, leaf, outcome, precision, run_row
+from codegen.judge import ladder, portable
 from codegen.judge.nearest import FORMAT
 from codegen.judge.sampling import CHOICE_SEEDS, VERIFY_SEED, ordinal, sample_points
 from codegen.timebound import WORK_PER_SECOND, SymPyTimeout, time_limit, work_done
@@ -63,13 +63,11 @@ __all__ = [
 DTYPES = ("float32", "float64")
 MEAN_LIMIT = 1.5
 P99_LIMIT = 8.0
-_START_PREC, _MAX_PREC = {"float32": 64, "float64": 128}, 2**14
-_PRECISION_MARGIN = 16  # bits beyond the format's that a ball's next precision aims for
-_CHEAP_PREC = 1024  # below it arb's functions cost about the same at any precision
-_CACHE_VERSION = b"hogen-accuracy-3"  # 3: erfc past 1e4 through erfcx
+_CACHE_VERSION = b"hogen-accuracy-4"  # 4: complements where the ladder ends unresolved
 LIMIT_SECONDS = 2.0  # SymPy's limit at a point where an operand is 0 (x/x, sin(x)/x)
 LIMITS_BUDGET_SECONDS = 5.0  # all limits of one reference call, in work (`timebound`): at
 # SymPy's 5000 to 8000 objects a second in limits, 9 to 15 CPU s
+LIMITS_GUARD_FACTOR = 4.0  # and at most this many times as many CPU seconds
 
 
 @dataclass(frozen=True)
@@ -90,9 +88,6 @@ class Figures:
         return (self.failures > 0) + (self.p99_bits > P99_LIMIT) + (self.mean_bits > MEAN_LIMIT)
 
 
-_AGAIN = ("again", "undefined", "overflow")  # statuses more precision may resolve
-
-
 def _evaluate(
     expr: sp.Expr, symbols: tuple[sp.Symbol, ...], points: np.ndarray, dtype: str
 ) -> np.ndarray:
@@ -101,70 +96,26 @@ def _evaluate(
 
 
 def _evaluate_joint(exprs, symbols: tuple[sp.Symbol, ...], points, dtype: str) -> list:
-    """The references of several expressions at the same points, each as `_evaluate` finds
-    it, with one run of their shared ops per point and precision (`compile_joint`).
-
-    Each row is run again at the precision its widest unresolved ball asks for
-    (`_next_precision`), not only at the next one: the value a ball rounds to does not
-    depend on the precision that resolved it."""
-    progs = compile_joint(exprs, symbols)
+    """The references of several expressions at the same points: each point where `ladder`
+    resolves it, then, for one symbol, SymPy's limits where an operand was 0."""
     rows = [tuple(float(v) for v in row) for row in points]
-    outs = [np.full(len(rows), np.nan) for _ in progs]
-    status = [["again"] * len(rows) for _ in progs]
-    prec, cones = _START_PREC[dtype], {}
-    due = dict.fromkeys(range(len(rows)), prec)  # row -> the precision it runs at next
-    while due and prec <= _MAX_PREC:
-        with precision(prec):
-            leaves = [leaf(c) for c in progs[0].leaves]
-            for i in [i for i, p in due.items() if p == prec]:
-                wanted = tuple(k for k in range(len(progs)) if status[k][i] in _AGAIN)
-                if wanted not in cones:
-                    cones[wanted] = _ops_of(progs, wanted)
-                vals = run_row(progs[0], rows[i], leaves, cones[wanted])
-                for k in wanted:
-                    status[k][i], outs[k][i] = outcome(progs[k], vals, dtype)
-                due[i] = _next_precision(progs, wanted, status, i, vals, dtype)
-        due = {i: p for i, p in due.items() if any(s[i] in _AGAIN for s in status)}
-        prec *= 2
+    outs, status = ladder.evaluate_rows(exprs, symbols, rows, dtype)
     if len(symbols) == 1:
         for expr, out, its_status in zip(exprs, outs, status, strict=True):
             _limits_where_zero(expr, symbols[0], rows, out, its_status, dtype)
     return [out.astype(dtype) for out in outs]
 
 
-def _next_precision(progs, wanted, status, i: int, vals: list, dtype: str) -> int:
-    """The precision row `i` runs at next, on the doubling ladder and at most `_MAX_PREC`:
-    twice this one; four times where an unresolved ball still contains 0 and runs are cheap
-    (below `_CHEAP_PREC`); or, where an unresolved ball is finite and away from 0, enough for
-    the bits this precision lost (its relative accuracy), the format's and a margin."""
-    prec, needed = flint.ctx.prec, 0
-    for k in wanted:
-        ball = vals[progs[k].root]
-        if status[k][i] != "again" or not ball.is_finite():
-            continue
-        if ball.contains(0):
-            needed = max(needed, 4 * prec if prec < _CHEAP_PREC else 0)
-        else:
-            lost = prec - ball.rel_accuracy_bits()
-            needed = max(needed, lost + FORMAT[dtype][0] + _PRECISION_MARGIN)
-    nxt = 2 * prec
-    while nxt < needed and nxt < _MAX_PREC:
-        nxt *= 2
-    return nxt
-
-
-def _ops_of(progs: tuple, wanted: tuple[int, ...]) -> tuple[int, ...] | None:
-    """The ops the programs `wanted` depend on, in order; None for all of them."""
-    if len(wanted) == len(progs):
-        return None
-    return tuple(sorted(set().union(*(progs[k].cone for k in wanted))))
-
-
 def _limits_where_zero(expr, x: sp.Symbol, rows, out: np.ndarray, status, dtype: str) -> None:
-    """Fill `out` with SymPy's limits where an operand was 0, within this call's budget."""
+    """Fill `out` with SymPy's limits where an operand was 0, within this call's budget: of
+    work (`timebound`, the same on every machine), and, as a guard, of CPU time, which
+    mpmath's arithmetic inside SymPy's limits spends without building SymPy objects (0.7 s a
+    point, 135 s in all, for log(erf(x + 1) - erf(x))'s partials before `ladder`'s
+    complements)."""
     deadline = work_done() + LIMITS_BUDGET_SECONDS * WORK_PER_SECOND
+    cpu_deadline = time.process_time() + LIMITS_GUARD_FACTOR * LIMITS_BUDGET_SECONDS
     for i in (i for i, s in enumerate(status) if s in ("zero", "undefined")):
-        if work_done() > deadline:
+        if work_done() > deadline or time.process_time() > cpu_deadline:
             break  # the rest are not scored: no build waits on SymPy point by point
         out[i] = _limit_value(expr, x, rows[i][0], dtype)
 
