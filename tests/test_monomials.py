@@ -150,3 +150,16 @@ def test_a_form_sympy_refuses_to_substitute_is_dropped_not_raised():
     t, w = sp.Dummy("w", real=True), sp.UnevaluatedExpr(x * y)
     assert _substituted(sp.Max(3 * t, softplus(2 * t)), t, w) is None
     assert _substituted(sp.exp(t) + t, t, w) == sp.exp(w) + w
+
+
+def test_a_form_with_a_condition_on_the_monomial_is_not_substituted():
+    """A piecewise whose condition holds t (softplus_difference's |w| < 1/2): substituted,
+    a later rewrite that rebuilds the condition met 'Invalid comparison of non-real' and the
+    build of x*exp(-x**2/2) stopped (d_x_gauss_tail). A condition without t is kept."""
+    from sympy.codegen.cfunctions import log1p
+
+    t, w = sp.Dummy("w", real=True), sp.UnevaluatedExpr(x * y)
+    form = sp.Piecewise((log1p(-(t**2)), sp.Abs(t**2) < sp.Rational(1, 2)), (sp.log(t), True))
+    assert _substituted(form, t, w) is None
+    other = sp.Piecewise((t, x < 1), (2 * t, True))
+    assert _substituted(other, t, w) == sp.Piecewise((w, x < 1), (2 * w, True))

@@ -157,7 +157,8 @@ def test_two_squares_become_hypot_squared():
 
 def test_centers_are_simple_numbers_over_the_failing_range():
     assert centers(np.array([3.0, 5.0, 7.0, 9.0, 11.0, 12.0])) == [3.9, 5.9, 8.8]
-    assert centers(np.array([-4.0, -5.0, 2.0])) == [-4.9]  # 4.02 * sqrt(1.5), the negative side
+    # each side of 0 that holds values: 2 * sqrt(1.5) = 2.45 and 4.02 * sqrt(1.5) = 4.92
+    assert centers(np.array([-4.0, -5.0, 2.0])) == [2.4, -4.9]
     assert centers(np.array([0.0])) == []
 
 
@@ -193,6 +194,30 @@ def test_local_series_compute_a_cancelling_tail_in_float64():
     naive = _float64(f2, (x,), points[:, None])
     assert _bits(naive, exact).max() > 8  # what the polynomial is for
     assert math.isclose(exact[0], float(form.subs(x, 7.0).doit()), rel_tol=1e-13)
+
+
+def test_local_series_centers_lie_where_neither_the_form_nor_the_series_at_0_serves():
+    """The best closed form is off below |x| = 0.5 and the series at 0 beyond 0.2: the
+    centers lie in the gap between, not near 0 where most of the form's bad points are."""
+    from codegen.stabilize.measuring import Samples
+    from codegen.stabilize.refinements import local_series
+
+    values = np.concatenate([np.geomspace(1e-8, 2.0, 200), -np.geomspace(1e-8, 2.0, 200)])
+    samples = Samples(points={"float64": values[:, None]}, exact={})
+    bits = {
+        "best": {"float64": np.where(np.abs(values) < 0.5, 20.0, 0.0)},
+        "series x<16>": {"float64": np.where(np.abs(values) > 0.2, 30.0, 0.0)},
+    }
+    f = (x - sp.sin(x)) / x**3
+
+    def used_centers(covering):
+        labels = [label for label, _ in local_series(f, x, covering, bits, samples, 0)]
+        return {float(label.split()[2].split("<")[0]) for label in labels}
+
+    gap = used_centers(["best", "series x<16>"])
+    assert gap and all(0.2 <= abs(c) <= 0.5 * 1.5 for c in gap), gap
+    assert {c > 0 for c in gap} == {True, False}  # both sides of 0
+    assert min(abs(c) for c in used_centers(["best"])) < 1e-6  # the form's bad points alone
 
 
 def test_rules_that_bring_an_exp_also_give_absorbed_products():

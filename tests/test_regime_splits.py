@@ -138,3 +138,22 @@ def test_closed_forms_win_ties_with_regimes_of_another_line():
     tried = [_candidate(label) for label in bits]
     chosen = best_regimes(tried, bits, _points(n, 1), sp.Symbol("x"))
     assert chosen is not None and chosen.label == "conj | closed"
+
+
+def test_series_in_a_coordinate_of_two_args_are_pieces_only_of_splits_on_it():
+    """A series in x - y holds near the line, one in x*y where x*y is small: regimes on one
+    arg leave the other free, and took log(sigmoid(x)/sigmoid(y))'s series in x - y where
+    the stabilizer's points lay near the line (1e35 at x = -1e14 among the verifier's)."""
+    from types import SimpleNamespace
+
+    from codegen.stabilize.search import Measured
+
+    labels = ["sympy", "series x - y<4>", "series in x*y<6>", "series x<16>", "series at 0.5<8>"]
+    record = Measured(tried=[SimpleNamespace(label=k) for k in labels])
+    record.bits = dict.fromkeys(labels)
+    plain = [c.label for c in record.plain()]
+    assert plain == ["sympy", "series x<16>", "series at 0.5<8>"]  # regimes on one arg
+    on_line = [c.label for c in record.plain(own_series="series x - y")]
+    assert on_line == ["sympy", "series x - y<4>", "series x<16>", "series at 0.5<8>"]
+    on_monomial = [c.label for c in record.plain(own_series="series in x*y")]
+    assert on_monomial == ["sympy", "series in x*y<6>", "series x<16>", "series at 0.5<8>"]

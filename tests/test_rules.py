@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import mpmath
 import numpy as np
 import pytest
+import rule_cases_differences
 import rule_cases_logsumexp
 import sympy as sp
 from sympy.codegen.cfunctions import expm1, hypot, log1p
@@ -69,6 +70,11 @@ CASES: dict[str, Case] = {
         rewrites=(
             (sp.exp(x) * sigmoid(-x), sigmoid(x)),
             (sp.exp(x) * sigmoid(-x) ** 2, sigmoid(x) * sigmoid(-x)),
+            # exp(2v)*sigmoid(-v)**3, from sigmoid(-v)'': k = 2 of n = 3
+            (y * sp.exp(2 * x) * sigmoid(-x) ** 3, y * sigmoid(x) ** 2 * sigmoid(-x)),
+            # exp(x + y)/(exp(x + y) + 1)**2: the product's exp goes whole, with no
+            # exp(-x - y)*exp(x + y) left for the rule to fire on again
+            (sp.exp(x + y) / (sp.exp(x + y) + 1) ** 2, sigmoid(x + y) * sigmoid(-x - y)),
         ),
         untouched=(sp.exp(x) * sigmoid(x), sp.exp(2 * x) * sigmoid(-x)),
     ),
@@ -182,6 +188,8 @@ CASES: dict[str, Case] = {
         rewrites=(
             (sp.log(sp.exp(x) + 2), x + log1p(2 * sp.exp(-x))),
             (sp.log(sp.exp(2 * x) + y**2), 2 * x + log1p(y**2 * sp.exp(-2 * x))),
+            # a magnitude, as split logs of a quotient write it: exp(x) > 0 comes out whole
+            (sp.log(sp.Abs(y - sp.exp(x))), x + sp.log(sp.Abs(1 - y * sp.exp(-x)))),
         ),
         untouched=(sp.log(2 * sp.exp(x) + 3), sp.log(x + sp.exp(2))),
     ),
@@ -289,8 +297,9 @@ CASES: dict[str, Case] = {
 
 CASES.update(
     {
-        name: Case(rewrites, rule_cases_logsumexp.UNTOUCHED[name])
-        for name, rewrites in rule_cases_logsumexp.REWRITES.items()
+        name: Case(rewrites, cases.UNTOUCHED[name])
+        for cases in (rule_cases_logsumexp, rule_cases_differences)
+        for name, rewrites in cases.REWRITES.items()
     }
 )
 RULES = {rule.name: rule for rule in (*STABLE_RULES, *FINAL_RULES)}
@@ -480,6 +489,7 @@ UNSTABLE_AT = {
     # erf(10) rounds to 1, and log(1) is 0; the value is -erfc(10) = -2.1e-45
     "log_complement": (sp.log(sp.erf(x)), (10.0,)),
     **rule_cases_logsumexp.UNSTABLE_AT,
+    **rule_cases_differences.UNSTABLE_AT,
 }
 
 

@@ -19,7 +19,7 @@ from codegen.stabilize.complements import complement_forms, growth_forms
 from codegen.stabilize.conjugates import conjugate_forms
 from codegen.stabilize.gamma import gamma_difference_forms
 from codegen.stabilize.lines import line_forms
-from codegen.stabilize.logs import log_ratio_forms
+from codegen.stabilize.logs import log_ratio_forms, split_log_forms
 from codegen.stabilize.monomials import monomial_forms
 from codegen.stabilize.powers import power_difference_forms
 from codegen.stabilize.products import (
@@ -274,6 +274,7 @@ def candidates(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[str, sp
             raw += [(f"{label}+{name}+{more}", f) for more, f in spread_forms(form)]
         raw += [(f"{label}+{name}", form) for name, form in gamma_difference_forms(variant)]
         raw += [(f"{label}+{name}", form) for name, form in log_ratio_forms(variant)]
+        raw += [(f"{label}+{name}", form) for name, form in split_log_forms(variant)]
         for name, form in power_difference_forms(variant):
             raw.append((f"{label}+{name}", form))
             raw += [(f"{label}+{name}+{more}", f) for more, f in spread_forms(form, True)]

@@ -148,6 +148,9 @@ def _on_the_line(reduced: sp.Expr, d: sp.Symbol) -> sp.Expr | None:
     return None if value.has(d, sp.I, sp.Order, sp.zoo, sp.nan, sp.oo) else value
 
 
+LINE_SERIES = "series x - y"  # the labels' start
+
+
 def line_series(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[str, sp.Expr]]:
     """Taylor polynomials in d = x - y about 0, coefficients in y, several degrees: those up
     to the most terms SymPy finds within `LINE_SERIES_SECONDS` (`_longest_series`)."""
@@ -163,7 +166,7 @@ def line_series(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[str, s
         truncated = sum((c * d**p for (p,), c in poly.terms() if p < terms), sp.S.Zero)
         if truncated != 0 and not truncated.has(sp.I, sp.Order):
             horner = sp.horner(truncated, d)
-            out.append((f"series x - y<{terms}>", horner.xreplace({d: args[0] - args[1]})))
+            out.append((f"{LINE_SERIES}<{terms}>", horner.xreplace({d: args[0] - args[1]})))
     return out
 
 

@@ -39,6 +39,11 @@ def monomial_forms(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[str
     return [form for monomial, found in _monomials(expr, args) for form in _forms(monomial, *found)]
 
 
+def monomial_label(monomial: sp.Expr) -> str:
+    """The start of the labels of the series in `monomial`."""
+    return f"series in {sp.sstr(monomial)}"
+
+
 def monomial_series(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[str, sp.Expr]]:
     """For the first monomial w of `of_one_monomial`: the power of one arg times g's Taylor
     polynomials at w = 0, 0 (where w overflows g(w) may be 0 while a form in w is NaN), and
@@ -152,10 +157,15 @@ def _forms(monomial: sp.Expr, other, power: int, g: sp.Expr, t) -> list[tuple[st
 def _substituted(form: sp.Expr, t, w: sp.UnevaluatedExpr) -> sp.Expr | None:
     """`form` with w for t, or None where SymPy refuses it: Max and Min ask their args to be
     real, and softplus(2*w) of an unevaluated w is not known to be (a fold of
-    `rules_logsumexp`, max(w, softplus(2*w)) + ...)."""
+    `rules_logsumexp`, max(w, softplus(2*w)) + ...); nor where a piecewise's condition holds
+    t, which a later rewrite that rebuilds the form would meet ('Invalid comparison of
+    non-real', the piecewise of `rules_differences.softplus_difference`)."""
+    conditions = [cond for p in form.atoms(sp.Piecewise) for _, cond in p.args]
+    if any(t in cond.free_symbols for cond in conditions):
+        return None
     try:
         return form.subs(t, w)
-    except ValueError:
+    except (TypeError, ValueError):
         return None
 
 

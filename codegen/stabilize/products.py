@@ -255,6 +255,8 @@ def spread_forms(expr: sp.Expr, both_orders: bool = False) -> list[tuple[str, sp
             form = expr.replace(lambda n: n.is_Mul, lambda n, f=first: _spread(n, f))
         except RecursionError:
             continue
+        except (TypeError, ValueError):  # a Max, Min or condition of the products refused
+            continue
         if form != expr:
             out.append((label, form))
     return out

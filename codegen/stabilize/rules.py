@@ -23,6 +23,7 @@ from codegen.stabilize.rewriting import (
     outermost_first,
     rewrite_budget,
 )
+from codegen.stabilize.rules_differences import DIFFERENCE_RULES
 from codegen.stabilize.rules_exp_log import EXP_LOG_RULES
 from codegen.stabilize.rules_logsumexp import LOGSUMEXP_RULES
 from codegen.stabilize.rules_special import ERF_SATURATE, SPECIAL_RULES
@@ -48,7 +49,14 @@ LOG_COMPLEMENT = Rule(
     "log_complement", "log(g) = log1p(-(1 - g)) where a rule rewrites 1 - g", _log_complement
 )
 _BY_NAME = {
-    rule.name: rule for rule in (*EXP_LOG_RULES, *LOGSUMEXP_RULES, *SPECIAL_RULES, LOG_COMPLEMENT)
+    rule.name: rule
+    for rule in (
+        *EXP_LOG_RULES,
+        *LOGSUMEXP_RULES,
+        *SPECIAL_RULES,
+        *DIFFERENCE_RULES,
+        LOG_COMPLEMENT,
+    )
 }
 
 # The order the rules are tried in at each node (the first that matches rewrites it): part
@@ -89,6 +97,10 @@ ORDER = (
     "arc_near_one",
     "log_complement",
     "softmax",
+    "softplus_difference",
+    "sigmoid_difference",
+    "tanh_difference",
+    "polynomial_difference",
 )
 STABLE_RULES: tuple[Rule, ...] = tuple(_BY_NAME[name] for name in ORDER)
 

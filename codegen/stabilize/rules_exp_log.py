@@ -72,18 +72,24 @@ def _sigmoid_of_reciprocal(node):
 
 
 def _exp_times_sigmoid(node):
-    """exp(v) * sigmoid(-v)**n -> sigmoid(v) * sigmoid(-v)**(n-1)."""
+    """exp(k*v) * sigmoid(-v)**n -> sigmoid(v)**k * sigmoid(-v)**(n - k), for integers
+    1 <= k <= n (the second derivative of sigmoid(-v) brings exp(2v)*sigmoid(-v)**3). The
+    other factors are kept as they are: node/(exp(v)*...) would leave exp(-v)*exp(v), which
+    SymPy does not cancel, and the rule would fire on it again (exp(-2v)*exp(v)*sigmoid(v)**2
+    overflows where sigmoid(v)*sigmoid(-v) is a float)."""
     if not node.is_Mul:
         return None
     factors = node.args
-    for f in factors:
-        if f.func is sp.exp:
-            v = f.args[0]
-            for g in factors:
-                base, n = g.as_base_exp()
-                if base == sigmoid(-v) and n.is_Integer and n > 0:
-                    rest = node / (f * g)
-                    return rest * sigmoid(v) * sigmoid(-v) ** (n - 1)
+    for i, f in enumerate(factors):
+        for j, g in enumerate(factors):
+            base, n = g.as_base_exp()
+            if f.func is not sp.exp or base.func is not sigmoid or not (n.is_Integer and n > 0):
+                continue
+            v = -base.args[0]
+            k = next((k for k in range(1, int(n) + 1) if sp.expand(f.args[0] - k * v) == 0), 0)
+            if k:
+                rest = sp.Mul(*(h for m, h in enumerate(factors) if m not in (i, j)))
+                return rest * sigmoid(v) ** k * sigmoid(-v) ** (n - k)
     return None
 
 
@@ -166,15 +172,30 @@ def _logaddexp(node):
 
 def _log_exp_factor(node):
     """log(exp(a) + r) -> a + log(1 + r*exp(-a)), for a sum with one bare exp: exp(a)
-    overflows long before the log does (log(exp(x) - 1) is x + log1p(-exp(-x)))."""
-    if node.func is not sp.log or not node.args[0].is_Add:
+    overflows long before the log does (log(exp(x) - 1) is x + log1p(-exp(-x))). Likewise
+    log|exp(a) + r| -> a + log|1 + r*exp(-a)|, as exp(a) > 0: split logs of a quotient take
+    magnitudes (log((exp(x) - 1)/x) as log|exp(x) - 1| - log|x|)."""
+    if node.func is not sp.log:
         return None
-    exps = [t for t in node.args[0].args if t.func is sp.exp and not t.args[0].is_number]
+    inner = node.args[0]
+    magnitude = inner.func is sp.Abs
+    total = inner.args[0] if magnitude else inner
+    if not total.is_Add:
+        return None
+    signs = (1, -1) if magnitude else (1,)  # |r - exp(a)| = exp(a)*|1 - r*exp(-a)|
+    exps = [t for t in total.args if _signed_exp(t, signs)]
     if len(exps) != 1:
         return None
-    a = exps[0].args[0]
-    rest = node.args[0] - exps[0]
-    return a + sp.log(1 + sp.powsimp(rest * sp.exp(-a)))  # exp(y)*exp(-x) as exp(y - x)
+    sign, factor = exps[0].as_coeff_Mul()
+    a = factor.args[0]
+    scaled = 1 + sp.powsimp(sign * (total - exps[0]) * sp.exp(-a))  # exp(y)*exp(-x): exp(y - x)
+    return a + sp.log(sp.Abs(scaled) if magnitude else scaled)
+
+
+def _signed_exp(term: sp.Expr, signs) -> bool:
+    """Whether `term` is s*exp(a), s one of `signs`, with a not a number."""
+    sign, factor = term.as_coeff_Mul()
+    return sign in signs and factor.func is sp.exp and not factor.args[0].is_number
 
 
 def _log_ratio(node):
@@ -268,7 +289,11 @@ EXP_LOG_RULES: tuple[Rule, ...] = (
     Rule("pow_expm1", "u**a - 1 = expm1(a*log(u))", _pow_expm1),
     Rule("softplus", "log1p(exp(u)) = softplus(u)", _softplus),
     Rule("sigmoid", "1/(1 + exp(v))**n = sigmoid(-v)**n", _sigmoid_of_reciprocal),
-    Rule("exp_sigmoid", "exp(v)*sigmoid(-v) = sigmoid(v)", _exp_times_sigmoid),
+    Rule(
+        "exp_sigmoid",
+        "exp(k v)*sigmoid(-v)**n = sigmoid(v)**k sigmoid(-v)**(n - k)",
+        _exp_times_sigmoid,
+    ),
     Rule(
         "sigmoid_complement",
         "1 - sigmoid(u) = sigmoid(-u); 1 - 2 sigmoid(u) = -tanh(u/2)",

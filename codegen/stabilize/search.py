@@ -27,9 +27,9 @@ import sympy as sp
 from codegen.derive import Partial
 from codegen.front.functions import hypot
 from codegen.front.spec import Spec
-from codegen.stabilize.lines import line_series, split_difference
+from codegen.stabilize.lines import LINE_SERIES, line_series, split_difference
 from codegen.stabilize.measuring import P99_ROOM_BITS, Candidate, Samples, measured
-from codegen.stabilize.monomials import monomial_series, of_one_monomial
+from codegen.stabilize.monomials import monomial_label, monomial_series, of_one_monomial
 from codegen.stabilize.per_dtype import DTYPES, dtype_regimes
 from codegen.stabilize.refinements import (
     compensated_forms,
@@ -94,6 +94,9 @@ class Search:
         return frozenset(label for label, on in self.banned if arg is None or on == arg)
 
 
+COORDINATE_SERIES = (LINE_SERIES, "series in ")  # labels of series in x - y, in monomials
+
+
 @dataclass
 class Measured:
     """Every candidate measured so far, and the per-point bits of those regimes may join."""
@@ -108,9 +111,19 @@ class Measured:
             self.tried.append(candidate)
         return min(self.tried, key=Candidate.rank)
 
-    def plain(self, banned: frozenset = frozenset()) -> list[Candidate]:
-        """The candidates regimes may take as pieces: measured per point, no label `banned`."""
-        return [c for c in self.tried if c.label in self.bits and c.label not in banned]
+    def plain(self, banned: frozenset = frozenset(), own_series: str = "") -> list[Candidate]:
+        """The candidates regimes may take as pieces: measured per point, no label `banned`,
+        and no series in a coordinate of several args (x - y, x*y) but `own_series`, that of
+        the coordinate the regimes split on. Elsewhere the other args are free: regimes on y
+        took the series in x - y where the stabilizer's points lay near the line, and it was
+        1e35 at x = -1e14 among the verifier's."""
+        return [
+            c
+            for c in self.tried
+            if c.label in self.bits
+            and c.label not in banned
+            and (not c.label.startswith(COORDINATE_SERIES) or c.label.startswith(own_series or "!"))
+        ]
 
 
 def best_form(search: Search, forms) -> tuple[Candidate, tuple[Candidate, ...]]:
@@ -157,11 +170,12 @@ def _regime_stages(search: Search, best: Candidate, record: Measured) -> Candida
     if line is not None and needs_regimes(best, MARGIN_BITS):
         on = _line_coordinate(partial.expr, spec.arg_symbols)
         record.add(search, line_series(partial.expr, spec.arg_symbols))
-        best = _split_on_expression(search, on, best, record)
+        best = _split_on_expression(search, on, best, record, LINE_SERIES)
     monomial = of_one_monomial(partial.expr, spec.arg_symbols)
     if monomial is not None and needs_regimes(best, MARGIN_BITS):
         record.add(search, monomial_series(partial.expr, spec.arg_symbols))
-        best = _split_on_expression(search, monomial, best, record, per_dtype=True)
+        own = monomial_label(monomial)
+        best = _split_on_expression(search, monomial, best, record, own, per_dtype=True)
     columns = regime_columns(spec, partial)
     multi, last_order = len(spec.args) > 1, partial.order == spec.order
     for column in columns if needs_regimes(best, MARGIN_BITS) else ():
@@ -195,15 +209,31 @@ class Split:
 
 def _with_regimes(search: Search, split: Split, best: Candidate, record: Measured) -> Candidate:
     """`best`, or the regimes on one arg that beat it; the regimes tried join the record.
-    Both the most accurate regimes and the frugal ones (`best_regimes`) are measured, and
-    the better ranked competes: where both keep the promise with room, the cheaper."""
+    For one arg's whole range, where those regimes still miss the promise or its margin
+    (`needs_regimes`), Taylor polynomials about points inside it join the pieces, and the
+    regimes are found again: a last resort, as their 8 to 32 terms cost ops the closed forms
+    and end series do not (sinc's f'' took two 32-term polynomials where its closed forms
+    kept the promise with room)."""
     spec, partial, samples = search.spec, search.partial, search.samples
     column = split.column
     arg, domain = spec.arg_symbols[column], spec.domain[column]
     series = series_forms_at(partial.expr, arg, domain) if split.with_series else ()
-    alone = split.alone and split.with_series  # interior points of one arg's whole range
-    local = local_series(partial.expr, arg, best, record.bits, samples, column) if alone else ()
-    record.add(search, (*series, *local, *term_forms(partial.expr, arg)))
+    record.add(search, (*series, *term_forms(partial.expr, arg)))
+    found = _regimes_measured(search, split, best, record)
+    if split.alone and split.with_series and needs_regimes(found, MARGIN_BITS):
+        covering = [best.label, *(label for label, _ in series)]
+        record.add(search, local_series(partial.expr, arg, covering, record.bits, samples, column))
+        found = min(found, _regimes_measured(search, split, best, record), key=Candidate.rank)
+    return found
+
+
+def _regimes_measured(search: Search, split: Split, best: Candidate, record: Measured):
+    """Both the most accurate regimes on the split's arg and the frugal ones (`best_regimes`)
+    of the forms measured so far, measured; the better ranked competes with `best`: where
+    both keep the promise with room, the cheaper."""
+    spec, partial, samples = search.spec, search.partial, search.samples
+    column = split.column
+    arg, domain = spec.arg_symbols[column], spec.domain[column]
     plain = record.plain(search.banned_on(arg))  # regimes are not nested in regimes
     joint = best_regimes(plain, record.bits, samples.points, arg, column)
     frugal = best_regimes(plain, record.bits, samples.points, arg, column, frugal=True)
@@ -248,7 +278,12 @@ def _fixes_more(piecewise: Candidate, best: Candidate) -> Candidate:
 
 
 def _split_on_expression(
-    search: Search, monomial, best: Candidate, record: Measured, per_dtype: bool = False
+    search: Search,
+    monomial,
+    best: Candidate,
+    record: Measured,
+    own_series: str = "",
+    per_dtype: bool = False,
 ):
     """`best`, or regimes split on the value of `monomial` (x*y, hypot(x, y), x - y or y/x
     on the line, whose series in x - y the caller measured first) that beat it, from the
@@ -257,7 +292,7 @@ def _split_on_expression(
     x*y underflows float64 holds no float32 point, and joint regimes need points of both."""
     spec, samples = search.spec, search.samples
     at = coordinate(monomial, spec.arg_symbols)
-    tried = record.plain(search.banned_on())
+    tried = record.plain(search.banned_on(), own_series)
     joint = best_regimes(tried, record.bits, samples.points, monomial, coordinate=at)
     if joint is None:
         return best
