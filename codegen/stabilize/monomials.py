@@ -41,7 +41,11 @@ def monomial_forms(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[str
 
 def monomial_label(monomial: sp.Expr) -> str:
     """The start of the labels of the series in `monomial`."""
-    return f"series in {sp.sstr(monomial)}"
+    return f"series {_name(monomial)}"
+
+
+def _name(monomial: sp.Expr) -> str:
+    return f"in {sp.sstr(monomial)}"
 
 
 def monomial_series(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[str, sp.Expr]]:
@@ -52,7 +56,7 @@ def monomial_series(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[st
     if not found:
         return []
     monomial, (other, power, g, t) = found[0]
-    name = f"in {sp.sstr(monomial)}"
+    name = _name(monomial)
     zero = [(f"series {name} zero", sp.S.Zero)]
     series = _series(g, t, sp.UnevaluatedExpr(monomial), name)
     series = [(label, _times_power(form, other, power)) for label, form in series]
@@ -137,7 +141,7 @@ def _forms(monomial: sp.Expr, other, power: int, g: sp.Expr, t) -> list[tuple[st
     """other**power * G(monomial) for g, g over a common denominator, each with the rules
     applied, and their products spread."""
     w = sp.UnevaluatedExpr(monomial)
-    name = f"in {sp.sstr(monomial)}"
+    name = _name(monomial)
     closed = [(name, g)]  # each term in w alone; over a common denominator, the rules'
     together = sp.together(g)  # patterns show: (1 - cos(w))/w**2, 2*sin(w/2)**2/w**2
     if together != g:
