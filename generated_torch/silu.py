@@ -87,7 +87,7 @@ def _silu_d_x(x):
     f' = x*exp(-x)/(1 + exp(-x))**2 + 1/(1 + exp(-x))
     form (sign branches factored): (-inf, 0.0): h**2*(h**2 + x + 1)/(h**2 + 1)**2; [0.0, inf):
         (h**2*(x + 1) + 1)/(h**2 + 1)**2, with h = exp(-Abs(x)/2)
-    measured float32 mean 0.38 / p99 2.0 bits, float64 mean 0.37 / p99 2.0 bits
+    measured float32 mean 0.38 / p99 2.0 bits, float64 mean 0.36 / p99 2.0 bits
     """
     v0 = torch.clamp(x, min=torch.finfo(x.dtype).min)
     v1 = torch.clamp(v0, max=torch.finfo(v0.dtype).max)

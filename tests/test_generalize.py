@@ -221,6 +221,33 @@ def test_removable_singularity_keeps_the_promise_between_its_series_and_its_form
     assert chosen.keeps_promise(), chosen.shipped_figures()
 
 
+def test_a_derivative_finite_where_exp_overflows_keeps_the_promise_there():
+    """sinh(x)/x's f' is a float64 up to |x| = 716 while exp(|x|) overflows at 709.8 and
+    sigmoid(-|x|) is 0: a form through sigmoid(x) gave -inf at x = -709.7 (verify's point),
+    in a band of 7 random points rarely reach. The stabilizer samples that band."""
+    from codegen.stabilize import measuring, stabilize
+
+    forms = stabilize(derive(_spec("sinh(x)/x")))
+    f_x = next(choice for choice in forms.choices if choice.index == (1,))
+    samples = measuring.verify_samples(forms.spec, f_x.exact)
+    band = np.abs(samples.points["float64"][:, 0]) > 709.0
+    assert band.any()  # the premise: verify scores a point there
+    for figures in measuring.shipped_at_verify(forms.spec, f_x):
+        assert figures.keeps_promise(), figures
+
+
+def test_a_log_space_form_is_finite_where_its_logs_cancel():
+    """tanh(log(x))'s f'' is 4 at x = 0; its log-space form had a factor 1/sign(x)**2."""
+    from codegen.stabilize import choose
+
+    spec = _spec("tanh(log(x))", extra="domain: {x: [0, inf]}")
+    f_xx = next(p for p in derive(spec).partials if p.index == (2,))
+    got = accuracy.reference(f_xx.expr, (sp.Symbol("x", real=True),), np.zeros((1, 1)), "float64")
+    assert got.tolist() == [4.0]
+    chosen = choose(spec, f_xx, 300)
+    assert chosen.keeps_promise(), chosen.shipped_figures()
+
+
 def test_reduction_modulo_a_root_finds_what_cancel_misses():
     """log(hypot(x, y) - x)'s f_xy as SymPy writes it cancels to y/hypot(x, y)**3 only
     modulo sqrt(x**2 + y**2)**2 = x**2 + y**2 ((x - R)**2 = 2*x**2 - 2*x*R + y**2)."""

@@ -38,6 +38,17 @@ def test_absorbed_constant_is_one_log():
     assert len(logs) == 1
 
 
+def test_absorbed_even_power_has_no_sign_to_divide_by():
+    """c*exp(u)/x**2 as exp(u - 2*log|x| + log c): no 1/sign(x)**2, which is 1/0 at x = 0
+    where the logs of a rewritten form cancel (tanh(log(x))'s f'' is 4 there, not inf)."""
+    expr = 4 * sp.exp(-x * y) / x**2
+    ((_, form),) = absorbed_forms(expr)
+    assert not form.has(sp.sign(x)), form
+    got = _at(form, {"x": [-1e-20, 3.0], "y": [1.0, -2.0]}, "float64")
+    want = [float(expr.subs({x: a, y: b})) for a, b in ((sp.Float(-1e-20), 1), (3, -2))]
+    np.testing.assert_allclose(got, want, rtol=2.0**-40)
+
+
 def test_spread_of_a_sigmoid_product_keeps_its_value():
     """x**2*sigmoid(u)*sigmoid(-u) as x*(x*(sigmoid(u)*sigmoid(-u))): finite where x**2
     overflows float32 and the product is a normal number."""

@@ -159,11 +159,23 @@ def _power_band_points(domain, dtype: str) -> np.ndarray:
     """Points of a one-arg domain around max**(1/k) and tiny**(1/k), k = 2, 3, 4, where x**k
     leaves the float range: at |x| in (1.34e154, 1.9e154) x*x overflows while -x**2/2, log_ndtr's
     value there, is a float (-1.2e308); random points rarely land in so narrow a band."""
-    ((lo, hi),) = domain
     info = np.finfo(dtype)
-    scales = powers_of_two(np.arange(-8, 9) / 8.0)  # within a factor of 2 either side
     ends = [float(info.max) ** (1.0 / k) for k in POWER_BANDS]
     ends += [float(info.tiny) ** (1.0 / k) for k in POWER_BANDS]
+    return _band_points(domain, dtype, ends, powers_of_two(np.arange(-8, 9) / 8.0))
+
+
+def _exp_band_points(domain, dtype: str) -> np.ndarray:
+    """Points of a one-arg domain within 6% of ±log(max), where exp(x) overflows and exp(-x)
+    goes subnormal: sinh(x)/x's f' is a float up to |x| = 716 while sigmoid(x) is 0 at -709.7;
+    random points rarely land in so narrow a band."""
+    ends = [float(np.log(np.finfo(dtype).max))]
+    return _band_points(domain, dtype, ends, 1.0 + np.arange(-8, 9) / 128.0)
+
+
+def _band_points(domain, dtype: str, ends: list[float], scales: np.ndarray) -> np.ndarray:
+    """The magnitudes ends x scales, both signs, inside the one-arg domain."""
+    ((lo, hi),) = domain
     magnitudes = np.outer(ends, scales).ravel()
     with np.errstate(over="ignore"):
         column = np.concatenate([magnitudes, -magnitudes]).astype(dtype)
@@ -173,7 +185,7 @@ def _power_band_points(domain, dtype: str) -> np.ndarray:
 
 def stabilizer_points(domain, dtype: str, n: int) -> np.ndarray:
     """n points of seed 0, twice as many of seed 1 (`accuracy.CHOICE_SEEDS`), points
-    crowding finite edges and points where a power of the arg overflows (one arg).
+    crowding finite edges and points where a power or the exp of the arg overflows (one arg).
 
     Apart from the special points every seed holds, none is a point `hogen verify` scores
     (`accuracy.VERIFY_SEED`): verify checks whether the forms chosen here hold at points
@@ -186,6 +198,7 @@ def stabilizer_points(domain, dtype: str, n: int) -> np.ndarray:
     ]
     if len(domain) == 1:
         parts += [_edge_points(domain, dtype), _power_band_points(domain, dtype)]
+        parts += [_exp_band_points(domain, dtype)]
     return np.unique(np.concatenate(parts), axis=0)
 
 

@@ -26,8 +26,8 @@ from codegen.front.rounding import compensation
 
 
 def _sign_and_log(rest: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
-    """(sign(rest), log|rest|) factor by factor: x**2 as (sign(x)**2, 2*log|x|), so neither
-    overflows nor underflows where x**2 does."""
+    """(sign(rest), log|rest|) factor by factor: x**2 as (1, 2*log|x|), so neither overflows
+    nor underflows where x**2 does."""
     number, rest = rest.as_coeff_Mul()
     constant = [f for f in sp.Mul.make_args(rest) if f.is_number]
     number = number * sp.Mul(*constant)  # one constant: its log is one number
@@ -38,8 +38,8 @@ def _sign_and_log(rest: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
             continue
         if not exp.is_number:
             sign, log = sign * sp.sign(factor), log + sp.log(sp.Abs(factor))
-        elif exp.is_Integer:
-            sign, log = sign * sp.sign(base) ** exp, log + exp * sp.log(sp.Abs(base))
+        elif exp.is_Integer:  # sign(x)**-2 is 1, not 1/0, where the logs cancel at x = 0
+            sign, log = sign * sp.sign(base) ** (exp % 2), log + exp * sp.log(sp.Abs(base))
         else:  # a real fractional power of a base that must be >= 0
             log = log + exp * sp.log(base)
     return sign, log
