@@ -248,6 +248,18 @@ def test_a_log_space_form_is_finite_where_its_logs_cancel():
     assert chosen.keeps_promise(), chosen.shipped_figures()
 
 
+def test_log_of_a_quotient_with_expm1_keeps_the_promise_past_its_overflow():
+    """log((exp(x) - 1)/x) is about x - log(x) where expm1(x) overflows (x > 89 in float32):
+    its split logs' log|expm1(x)| is max(x, 0) + log(-expm1(-|x|)) there (before: the
+    regimes took a polynomial at 0 to x = inf, 129 failures in float64)."""
+    from codegen.stabilize import choose
+
+    spec = _spec("log((exp(x) - 1)/x)")
+    f = next(p for p in derive(spec).partials if p.index == (0,))
+    chosen = choose(spec, f, 300)
+    assert chosen.keeps_promise(), chosen.shipped_figures()
+
+
 def test_reduction_modulo_a_root_finds_what_cancel_misses():
     """log(hypot(x, y) - x)'s f_xy as SymPy writes it cancels to y/hypot(x, y)**3 only
     modulo sqrt(x**2 + y**2)**2 = x**2 + y**2 ((x - R)**2 = 2*x**2 - 2*x*R + y**2)."""

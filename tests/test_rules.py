@@ -193,6 +193,14 @@ CASES: dict[str, Case] = {
         ),
         untouched=(sp.log(2 * sp.exp(x) + 3), sp.log(x + sp.exp(2))),
     ),
+    "log_expm1": Case(
+        rewrites=(
+            (sp.log(expm1(x**2)), x**2 + sp.log(-expm1(-(x**2)))),
+            (sp.log(sp.exp(2 * x**2) - 1), 2 * x**2 + sp.log(-expm1(-2 * x**2))),  # after expm1
+            (sp.log(sp.Abs(expm1(x))), sp.Max(x, 0) + sp.log(-expm1(-sp.Abs(x)))),
+        ),
+        untouched=(sp.log(expm1(x) + x), sp.log(-expm1(-x))),
+    ),
     "hypot_many": Case(
         rewrites=(
             (sp.sqrt(x**2 + y**2 + 1), hypot(hypot(1, x), y)),
@@ -473,6 +481,8 @@ UNSTABLE_AT = {
     "erf_saturate": (sp.erf(x), (1e200,)),
     "log_exp_factor": (sp.log(sp.exp(x) + 2), (800.0,)),
     "hypot_many": (sp.sqrt(x**2 + y**2 + 1), (1e200, 1e200)),
+    # expm1(800) overflows; the value is 800 - 3.6e-348
+    "log_expm1": (sp.log(expm1(x)), (800.0,)),
     "softplus_reflection": (softplus(x) - x, (40.0,)),
     "log_ratio": (sp.log(x**2 + y**2) - sp.log(x**2), (1e10, 1.0)),
     "log_exp_product": (sp.log(x**2 * sp.exp(x)), (800.0,)),

@@ -81,6 +81,7 @@ ORDER = (
     "exp_difference",
     "exp_sum_factor",
     "log_exp_factor",
+    "log_expm1",
     "sum_to_product",
     "extreme_minus_arg",
     "erfc",

@@ -282,6 +282,24 @@ def _log_exp_product(node):
     return exps[0].args[0] + sp.log(node.args[0] / exps[0])
 
 
+def _log_expm1(node):
+    """log(expm1(u)) -> u + log(-expm1(-u)), log|expm1(u)| -> max(u, 0) + log(-expm1(-|u|)):
+    expm1(u) overflows at u = 710 (89 in float32) while its log is about u; -expm1(-|u|) is
+    in (0, 1), and for small u keeps the digits log1p(-exp(-u)) would lose."""
+    if node.func is not sp.log:
+        return None
+    inner = node.args[0]
+    magnitude = inner.func is sp.Abs
+    if magnitude:
+        inner = inner.args[0]
+    if inner.func is not expm1:
+        return None
+    u = inner.args[0]
+    if magnitude:
+        return sp.Max(u, 0) + sp.log(-expm1(-sp.Abs(u)))
+    return u + sp.log(-expm1(-u))
+
+
 EXP_LOG_RULES: tuple[Rule, ...] = (
     Rule("log1p", "log(1 + u) = log1p(u)", _log1p),
     Rule("expm1", "exp(u) - 1 = expm1(u)", _expm1),
@@ -315,5 +333,6 @@ EXP_LOG_RULES: tuple[Rule, ...] = (
         _exp_sum_factor,
     ),
     Rule("log_exp_factor", "log(exp(a) + r) = a + log(1 + r exp(-a))", _log_exp_factor),
+    Rule("log_expm1", "log|expm1(u)| = max(u, 0) + log(-expm1(-|u|))", _log_expm1),
     Rule("extreme_minus_arg", "max(a, b) - a + r = max(0, b - a) + r", _extreme_minus_arg),
 )
