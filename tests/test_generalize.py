@@ -260,6 +260,18 @@ def test_log_of_a_quotient_with_expm1_keeps_the_promise_past_its_overflow():
     assert chosen.keeps_promise(), chosen.shipped_figures()
 
 
+def test_rules_reach_the_logs_a_rule_made_a_product():
+    """log(cosh(x) - 1): cosh(x) - 1 is 2*sinh(x/2)**2 (cancels for small x), whose split log
+    has log|sinh(x/2)|, which overflows past x = 1420 unless a rule takes it too (before:
+    870 float64 failures)."""
+    from codegen.stabilize import choose
+
+    spec = _spec("log(cosh(x) - 1)", extra="domain: {x: [0.001, inf]}")
+    f = next(p for p in derive(spec).partials if p.index == (0,))
+    chosen = choose(spec, f, 300)
+    assert chosen.keeps_promise(), chosen.shipped_figures()
+
+
 def test_reduction_modulo_a_root_finds_what_cancel_misses():
     """log(hypot(x, y) - x)'s f_xy as SymPy writes it cancels to y/hypot(x, y)**3 only
     modulo sqrt(x**2 + y**2)**2 = x**2 + y**2 ((x - R)**2 = 2*x**2 - 2*x*R + y**2)."""

@@ -129,7 +129,7 @@ CASES: dict[str, Case] = {
     ),
     "log_cosh": Case(
         rewrites=((sp.log(sp.cosh(x)), sp.Abs(x) + softplus(-2 * sp.Abs(x)) - sp.log(2)),),
-        untouched=(sp.log(sp.sinh(x)), sp.cosh(x)),
+        untouched=(sp.log(sp.sinh(x) + 2), sp.cosh(x)),
     ),
     "log_erfc": Case(
         rewrites=(
@@ -192,6 +192,20 @@ CASES: dict[str, Case] = {
             (sp.log(sp.Abs(y - sp.exp(x))), x + sp.log(sp.Abs(1 - y * sp.exp(-x)))),
         ),
         untouched=(sp.log(2 * sp.exp(x) + 3), sp.log(x + sp.exp(2))),
+    ),
+    "cosh_minus_one": Case(
+        rewrites=(
+            (sp.cosh(x) - 1, 2 * sp.sinh(x / 2) ** 2),
+            (3 - 3 * sp.cosh(2 * y), -6 * sp.sinh(y) ** 2),
+        ),
+        untouched=(sp.cosh(x) - 2, sp.cosh(x) + 1),
+    ),
+    "log_sinh": Case(
+        rewrites=(
+            (sp.log(sp.sinh(x**2)), x**2 + sp.log(-expm1(-2 * x**2)) - sp.log(2)),
+            (sp.log(sp.Abs(sp.sinh(x))), sp.Abs(x) + sp.log(-expm1(-2 * sp.Abs(x))) - sp.log(2)),
+        ),
+        untouched=(sp.log(sp.sinh(x) + x), sp.sinh(sp.log(x))),
     ),
     "log_expm1": Case(
         rewrites=(
@@ -483,6 +497,10 @@ UNSTABLE_AT = {
     "hypot_many": (sp.sqrt(x**2 + y**2 + 1), (1e200, 1e200)),
     # expm1(800) overflows; the value is 800 - 3.6e-348
     "log_expm1": (sp.log(expm1(x)), (800.0,)),
+    # cosh(1e-9) rounds to 1; the value is 5e-19
+    "cosh_minus_one": (sp.cosh(x) - 1, (1e-9,)),
+    # sinh(800) overflows; the value is 800 - log(2)
+    "log_sinh": (sp.log(sp.sinh(x)), (800.0,)),
     "softplus_reflection": (softplus(x) - x, (40.0,)),
     "log_ratio": (sp.log(x**2 + y**2) - sp.log(x**2), (1e10, 1.0)),
     "log_exp_product": (sp.log(x**2 * sp.exp(x)), (800.0,)),

@@ -32,6 +32,7 @@ from codegen.stabilize.logs import split_log_forms
 from codegen.stabilize.measuring import Candidate, Samples
 from codegen.stabilize.products import spread_forms
 from codegen.stabilize.regimes import complementary_labels
+from codegen.stabilize.rules import apply_rules
 from codegen.stabilize.squares import square_split
 from codegen.stabilize.taylor import series_candidates
 
@@ -112,9 +113,10 @@ HALVED_TRIES = 2  # the best forms measured that get their sums under roots halv
 def halved_versions(tried) -> list[tuple[str, sp.Expr]]:
     """The best measured closed forms with the sums under their roots halved (`halved_forms`):
     sqrt(-x + hypot(x, y)) stays finite at x = -1.8e308, where -x + hypot(x, y) is inf; with
-    their logs of products split (`split_log_forms`); and with their powers multiplied out
-    after the coefficient (`spread_forms`): -x**2/2 as (-x/2)*x is a float at x = -1.5e154,
-    where x**2 overflows (the rules that wrote the form may have joined the factors again)."""
+    their logs of products split (`split_log_forms`), then the rules applied to those logs;
+    and with their powers multiplied out after the coefficient (`spread_forms`): -x**2/2 as
+    (-x/2)*x is a float at x = -1.5e154, where x**2 overflows (the rules that wrote the form
+    may have joined the factors again)."""
     closed = [c for c in sorted(tried, key=Candidate.rank) if isinstance(c.form, sp.Expr)]
     out = []
     for candidate in closed[:HALVED_TRIES]:
@@ -123,6 +125,9 @@ def halved_versions(tried) -> list[tuple[str, sp.Expr]]:
         for name, split in split_log_forms(candidate.form):
             out.append((f"{candidate.label}+{name}", split))
             out += [(f"{candidate.label}+{name}+{n}", f) for n, f in halved_forms(split)]
+            ruled, used = apply_rules(split)  # log(2*sinh(u)**2): log|sinh(u)| has a rule
+            if used:
+                out.append((f"{candidate.label}+{name}+rules({','.join(used)})", ruled))
     return out
 
 

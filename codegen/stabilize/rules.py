@@ -90,6 +90,8 @@ ORDER = (
     "one_minus_cos",
     "hypot",
     "log_cosh",
+    "cosh_minus_one",
+    "log_sinh",
     "hypot_const",
     "hypot_many",
     "inverse_hyperbolic",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 
 import sympy as sp
-from sympy.codegen.cfunctions import hypot, log1p
+from sympy.codegen.cfunctions import expm1, hypot, log1p
 
 from codegen.front.functions import erfcx, sigmoid, softplus
 from codegen.stabilize.rewriting import (
@@ -135,6 +135,14 @@ def _one_minus_cos(node):
     return None
 
 
+def _cosh_minus_one(node):
+    """c*cosh(u) - c -> 2c*sinh(u/2)**2: cosh(u) rounds to 1 where u is small."""
+    for constant, others, coeff, factor in constant_terms(node):
+        if factor.func is sp.cosh and coeff == -constant:
+            return -2 * constant * sp.sinh(factor.args[0] / 2) ** 2 + others
+    return None
+
+
 def _sech_squared(node):
     """1 - tanh(u)**2 -> 4*sigmoid(2u)*sigmoid(-2u), which never overflows."""
     for constant, others, coeff, factor in constant_terms(node):
@@ -221,6 +229,21 @@ def _log_cosh(node):
     return None
 
 
+def _log_sinh(node):
+    """log|sinh(u)| -> |u| + log(-expm1(-2|u|)) - log(2), log(sinh(u)) alike where u > 0:
+    sinh(u) overflows long before its log does."""
+    if node.func is not sp.log:
+        return None
+    inner = node.args[0]
+    magnitude = inner.func is sp.Abs
+    if magnitude:
+        inner = inner.args[0]
+    if inner.func is not sp.sinh:
+        return None
+    u = sp.Abs(inner.args[0]) if magnitude else inner.args[0]
+    return u + sp.log(-expm1(-2 * u)) - sp.log(2)
+
+
 def _acosh_one_plus(node):
     """acosh(1 + u) -> log1p(u + sqrt(u*(u + 2))): 1 + u rounds where u is small, and the
     acosh of the rounded sum has lost what u held (sqrt(2u) for the value)."""
@@ -264,6 +287,8 @@ SPECIAL_RULES: tuple[Rule, ...] = (
     Rule("one_minus_cos", "1 - cos(u) = 2 sin(u/2)**2", _one_minus_cos),
     Rule("hypot", "sqrt(a**2 + b**2) = hypot(a, b), computed with scaling", _hypot),
     Rule("log_cosh", "log(cosh(u)) = |u| + softplus(-2|u|) - log(2)", _log_cosh),
+    Rule("cosh_minus_one", "cosh(u) - 1 = 2 sinh(u/2)**2", _cosh_minus_one),
+    Rule("log_sinh", "log|sinh(u)| = |u| + log(-expm1(-2|u|)) - log(2)", _log_sinh),
     Rule(
         "hypot_const",
         "sqrt(a**2 + c) = hypot(a, sqrt(c)) for a number c > 0, computed with scaling",
