@@ -178,3 +178,13 @@ def opposite_pair(node, func):
         return None
     c, f, g, others = found
     return c, f.args[0], g.args[0], others
+
+
+def log_of(node, func) -> tuple[sp.Expr, bool] | None:
+    """For log(func(u)) or log|func(u)|: (u, whether it is the log of the magnitude)."""
+    if node.func is not sp.log:
+        return None
+    inner = node.args[0]
+    magnitude = inner.func is sp.Abs
+    inner = inner.args[0] if magnitude else inner
+    return (inner.args[0], magnitude) if inner.func is func else None

@@ -16,6 +16,7 @@ from codegen.front.functions import sigmoid, softplus
 from codegen.stabilize.rewriting import (
     Rule,
     constant_terms,
+    log_of,
     opposite_pair,
     paired_terms,
     split_constant,
@@ -286,15 +287,10 @@ def _log_expm1(node):
     """log(expm1(u)) -> u + log(-expm1(-u)), log|expm1(u)| -> max(u, 0) + log(-expm1(-|u|)):
     expm1(u) overflows at u = 710 (89 in float32) while its log is about u; -expm1(-|u|) is
     in (0, 1), and for small u keeps the digits log1p(-exp(-u)) would lose."""
-    if node.func is not sp.log:
+    found = log_of(node, expm1)
+    if found is None:
         return None
-    inner = node.args[0]
-    magnitude = inner.func is sp.Abs
-    if magnitude:
-        inner = inner.args[0]
-    if inner.func is not expm1:
-        return None
-    u = inner.args[0]
+    u, magnitude = found
     if magnitude:
         return sp.Max(u, 0) + sp.log(-expm1(-sp.Abs(u)))
     return u + sp.log(-expm1(-u))

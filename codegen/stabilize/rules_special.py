@@ -19,6 +19,7 @@ from codegen.front.functions import erfcx, sigmoid, softplus
 from codegen.stabilize.rewriting import (
     Rule,
     constant_terms,
+    log_of,
     opposite_pair,
     split_constant,
 )
@@ -232,15 +233,10 @@ def _log_cosh(node):
 def _log_sinh(node):
     """log|sinh(u)| -> |u| + log(-expm1(-2|u|)) - log(2), log(sinh(u)) alike where u > 0:
     sinh(u) overflows long before its log does."""
-    if node.func is not sp.log:
+    found = log_of(node, sp.sinh)
+    if found is None:
         return None
-    inner = node.args[0]
-    magnitude = inner.func is sp.Abs
-    if magnitude:
-        inner = inner.args[0]
-    if inner.func is not sp.sinh:
-        return None
-    u = sp.Abs(inner.args[0]) if magnitude else inner.args[0]
+    u = sp.Abs(found[0]) if found[1] else found[0]
     return u + sp.log(-expm1(-2 * u)) - sp.log(2)
 
 
