@@ -129,7 +129,7 @@ def _log1pexp_d_xxx(x):
 
     f''' = exp(x)/(exp(x) + 1) - 3*exp(2*x)/(exp(x) + 1)**2 + 2*exp(3*x)/(exp(x) + 1)**3
     form (sympy+sigmoid+rules(sigmoid_complement)): -tanh(x/2)*sigmoid(-x)*sigmoid(x)
-    measured float32 mean 0.23 / p99 1.6 bits, float64 mean 0.27 / p99 1.6 bits
+    measured float32 mean 0.22 / p99 1.6 bits, float64 mean 0.27 / p99 1.6 bits
     """
     v0 = tf.math.sigmoid(x)
     v1 = tf.math.negative(x)
