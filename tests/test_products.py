@@ -49,6 +49,20 @@ def test_absorbed_even_power_has_no_sign_to_divide_by():
     np.testing.assert_allclose(got, want, rtol=2.0**-40)
 
 
+def test_absorbed_clipped_factor_takes_no_log_of_zero():
+    """max(x, 0)*exp(-x) as sign(max(x, 0))*exp(-x + log|x|): 0 where x < 0, and no log(0),
+    which the exact reference cannot evaluate (it answers NaN, so the form was not offered);
+    normal at x = 709.7, where exp(-x) alone is subnormal."""
+    expr = sp.Max(x, 0) * sp.exp(-x)
+    ((_, form),) = absorbed_forms(expr)
+    assert not form.has(sp.log(sp.Max(x, 0))), form
+    points = (-3.0, 2.0, 709.7)
+    got = _at(form, {"x": list(points), "y": [0.0] * 3}, "float64")
+    want = [float(expr.subs(x, sp.Float(a)).evalf(30)) for a in points]
+    np.testing.assert_allclose(got, want, rtol=2.0**-40)
+    assert want[2] > np.finfo(np.float64).tiny and np.exp(-709.7) < np.finfo(np.float64).tiny
+
+
 def test_spread_of_a_sigmoid_product_keeps_its_value():
     """x**2*sigmoid(u)*sigmoid(-u) as x*(x*(sigmoid(u)*sigmoid(-u))): finite where x**2
     overflows float32 and the product is a normal number."""

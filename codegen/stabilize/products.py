@@ -36,13 +36,23 @@ def _sign_and_log(rest: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
         base, exp = factor.as_base_exp()
         if factor.is_number:
             continue
-        if not exp.is_number:
+        if _clipped(factor) is not None:  # max(u, 0) is sign(max(u, 0))*|u|: no log of 0
+            sign, log = sign * sp.sign(factor), log + sp.log(sp.Abs(_clipped(factor)))
+        elif not exp.is_number:
             sign, log = sign * sp.sign(factor), log + sp.log(sp.Abs(factor))
         elif exp.is_Integer:  # sign(x)**-2 is 1, not 1/0, where the logs cancel at x = 0
             sign, log = sign * sp.sign(base) ** (exp % 2), log + exp * sp.log(sp.Abs(base))
         else:  # a real fractional power of a base that must be >= 0
             log = log + exp * sp.log(base)
     return sign, log
+
+
+def _clipped(factor: sp.Expr) -> sp.Expr | None:
+    """u for max(u, 0) or min(u, 0) (the cross-entropy's reflection keeps u*(1 - y) where
+    u > 0), else None."""
+    if isinstance(factor, (sp.Max, sp.Min)) and len(factor.args) == 2 and 0 in factor.args:
+        return next(a for a in factor.args if a != 0)
+    return None
 
 
 def _absorbed(node: sp.Expr, constants: bool = False) -> sp.Expr:

@@ -188,3 +188,10 @@ def log_of(node, func) -> tuple[sp.Expr, bool] | None:
     magnitude = inner.func is sp.Abs
     inner = inner.args[0] if magnitude else inner
     return (inner.args[0], magnitude) if inner.func is func else None
+
+
+def log_one_minus_exp(a: sp.Expr) -> sp.Expr:
+    """log(1 - exp(-a)) for a > 0, left for the rules to finish: innermost first makes it
+    log(-expm1(-a)), accurate for small a, and outermost first log1p(-exp(-a)), accurate for
+    large a (there -expm1(-a) rounds to 1 and its log to 0), so both are measured."""
+    return sp.log(1 - sp.exp(-a))

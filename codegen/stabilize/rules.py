@@ -104,6 +104,7 @@ ORDER = (
     "sigmoid_difference",
     "tanh_difference",
     "polynomial_difference",
+    "log_tanh",
 )
 STABLE_RULES: tuple[Rule, ...] = tuple(_BY_NAME[name] for name in ORDER)
 

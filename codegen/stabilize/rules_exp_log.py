@@ -17,6 +17,7 @@ from codegen.stabilize.rewriting import (
     Rule,
     constant_terms,
     log_of,
+    log_one_minus_exp,
     opposite_pair,
     paired_terms,
     split_constant,
@@ -131,15 +132,18 @@ def _softplus_reflection(node):
 
 
 def _scaled_term(r: sp.Expr, cu: sp.Expr) -> tuple[sp.Expr, sp.Expr] | None:
-    """(r - t, w) for the first term t of r that is -cu*w with w a polynomial in the args
-    without a constant term (one that has it, 1 - y, is what this rewrite leaves); else
-    None."""
+    """(r - t, w) for the first term t of r that is -cu*w with w a polynomial in the args and
+    in sigmoids (labels, probabilities: softplus(x) - x*sigmoid(x) is the Bernoulli entropy
+    of logit x) without a constant term (one that has it, 1 - y, is what this rewrite
+    leaves); else None."""
     allowed = _applied_functions(cu)
     for t in sp.Add.make_args(r):
-        if not _applied_functions(t) <= allowed:  # w would not be a polynomial
+        labels = {f for f in _applied_functions(t) - allowed if f.func is sigmoid}
+        if not _applied_functions(t) <= allowed | labels:  # w would not be a polynomial
             continue
         w = sp.cancel(-t / cu)
-        polynomial = sp.denom(w).is_number and w.is_polynomial(*w.free_symbols)
+        as_symbols = w.xreplace({f: sp.Dummy() for f in labels})
+        polynomial = sp.denom(as_symbols).is_number and as_symbols.is_polynomial()
         if polynomial and not w.is_number and w.as_coeff_Add()[0] == 0:
             return r - t, w
     return None
@@ -292,8 +296,8 @@ def _log_expm1(node):
         return None
     u, magnitude = found
     if magnitude:
-        return sp.Max(u, 0) + sp.log(-expm1(-sp.Abs(u)))
-    return u + sp.log(-expm1(-u))
+        return sp.Max(u, 0) + log_one_minus_exp(sp.Abs(u))
+    return u + log_one_minus_exp(u)
 
 
 EXP_LOG_RULES: tuple[Rule, ...] = (

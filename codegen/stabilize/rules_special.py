@@ -13,13 +13,14 @@ from __future__ import annotations
 import functools
 
 import sympy as sp
-from sympy.codegen.cfunctions import expm1, hypot, log1p
+from sympy.codegen.cfunctions import hypot, log1p
 
 from codegen.front.functions import erfcx, sigmoid, softplus
 from codegen.stabilize.rewriting import (
     Rule,
     constant_terms,
     log_of,
+    log_one_minus_exp,
     opposite_pair,
     split_constant,
 )
@@ -237,7 +238,18 @@ def _log_sinh(node):
     if found is None:
         return None
     u = sp.Abs(found[0]) if found[1] else found[0]
-    return u + sp.log(-expm1(-2 * u)) - sp.log(2)
+    return u + log_one_minus_exp(2 * u) - sp.log(2)
+
+
+def _log_tanh(node):
+    """log|tanh(u)| -> log|sinh(u)| - log(cosh(u)), log(tanh(u)) alike (real only where u >
+    0, and the same there), for `log_sinh` and `log_cosh` to finish with |u| - |u|, which
+    SymPy cancels: tanh(u) rounds to 1 past u = 19 (9 in float32) while its log is
+    -2*exp(-2u), a normal number up to u = 354."""
+    found = log_of(node, sp.tanh)
+    if found is None:
+        return None
+    return sp.log(sp.Abs(sp.sinh(found[0]))) - sp.log(sp.cosh(found[0]))
 
 
 def _acosh_one_plus(node):
@@ -285,6 +297,7 @@ SPECIAL_RULES: tuple[Rule, ...] = (
     Rule("log_cosh", "log(cosh(u)) = |u| + softplus(-2|u|) - log(2)", _log_cosh),
     Rule("cosh_minus_one", "cosh(u) - 1 = 2 sinh(u/2)**2", _cosh_minus_one),
     Rule("log_sinh", "log|sinh(u)| = |u| + log(-expm1(-2|u|)) - log(2)", _log_sinh),
+    Rule("log_tanh", "log|tanh(u)| = log|sinh(u)| - log(cosh(u))", _log_tanh),
     Rule(
         "hypot_const",
         "sqrt(a**2 + c) = hypot(a, sqrt(c)) for a number c > 0, computed with scaling",
