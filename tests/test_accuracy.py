@@ -474,15 +474,19 @@ def test_ordinary_ranges():
 
 
 def test_exact_sum_is_fsums_correctly_rounded_sum_in_any_order():
-    """Sums of errors in bits and regime costs go through integers (their exponents span
-    little); any other values through math.fsum. Both are the correctly rounded sum."""
+    """Sums go through integers, one int64 pass per band of exponents (errors in bits span
+    one band; regime costs from 2**-40 to 64 several), and values that are not finite
+    through math.fsum. Both are the correctly rounded sum."""
     from codegen.judge.accuracy import exact_sum
 
     rng = np.random.default_rng(3)
     costs = np.where(rng.random(5000) < 0.6, 0.0, rng.uniform(3, 64, 5000))
     bits = np.log2(1 + rng.integers(0, 2**40, 5000).astype(np.float64))
     wide = rng.standard_normal(5000) * 10.0 ** rng.integers(-300, 300, 5000)
-    for values in (costs, bits, wide, costs - np.minimum(costs, costs[::-1]), np.zeros(3)):
+    subnormal = np.ldexp(rng.random(500), rng.integers(-1074, -1000, 500)) * rng.choice([-1, 1])
+    floored = np.where(costs > 0, costs, 2.0**-40)  # regime costs: 2**-40 beside 64
+    cases = (costs, bits, wide, subnormal, floored, costs - np.minimum(costs, costs[::-1]))
+    for values in (*cases, np.zeros(3), np.array([1e308, -1e308, 5.0])):
         assert exact_sum(values) == math.fsum(values.tolist())
         assert exact_sum(values[::-1]) == exact_sum(values)  # NumPy's sum order is not
     assert math.copysign(1, exact_sum(np.array([-0.0, 0.0]))) == 1.0

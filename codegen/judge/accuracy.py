@@ -15,32 +15,27 @@ erf(x + 1) - erf(x) at x = 1000 as erfc(x) - erfc(x + 1)). arb's exp overflows o
 arguments of 2**(2 * precision) or more, so doubling also cures overflow: from 512 bits
 every float argument is fine, and at 16384 bits exp(2**32767) takes 3 ms (mpmath.iv needs
 26 s for 2**16384, so it is no fallback). Where an operand is exactly 0 (sin(x)/x at 0) the
-value is SymPy's limit, if both sides agree. The sample points come from `sampling` (never
+value is the limit, if both sides agree (`removable`). The sample points come from `sampling` (never
 subnormal: TensorFlow flushes them to 0 on CPU).
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import math
 import os
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import sympy as sp
-from sympy.codegen.cfunctions import expm1, log1p
 
-from codegen.front.functions import sigmoid, softplus
-from codegen.judge import ladder, portable
+from codegen.judge import ladder, portable, removable
 from codegen.judge.nearest import FORMAT
 from codegen.judge.sampling import CHOICE_SEEDS, VERIFY_SEED, ordinal, sample_points
-from codegen.timebound import WORK_PER_SECOND, SymPyTimeout, time_limit, work_done
 
 __all__ = [
     "CHOICE_SEEDS",
@@ -58,16 +53,14 @@ __all__ = [
     "figures",
     "exact_sum",
     "exact_mean",
+    "plain",
 ]
 
+plain = removable.plain  # `asymptotic` asks for it here
 DTYPES = ("float32", "float64")
 MEAN_LIMIT = 1.5
 P99_LIMIT = 8.0
-_CACHE_VERSION = b"hogen-accuracy-4"  # 4: complements where the ladder ends unresolved
-LIMIT_SECONDS = 2.0  # SymPy's limit at a point where an operand is 0 (x/x, sin(x)/x)
-LIMITS_BUDGET_SECONDS = 5.0  # all limits of one reference call, in work (`timebound`): at
-# SymPy's 5000 to 8000 objects a second in limits, 9 to 15 CPU s
-LIMITS_GUARD_FACTOR = 4.0  # and at most this many times as many CPU seconds
+_CACHE_VERSION = b"hogen-accuracy-5"  # 5: limits read off the function near the point
 
 
 @dataclass(frozen=True)
@@ -97,54 +90,13 @@ def _evaluate(
 
 def _evaluate_joint(exprs, symbols: tuple[sp.Symbol, ...], points, dtype: str) -> list:
     """The references of several expressions at the same points: each point where `ladder`
-    resolves it, then, for one symbol, SymPy's limits where an operand was 0."""
+    resolves it, then, for one symbol, the limits where an operand was 0 (`removable`)."""
     rows = [tuple(float(v) for v in row) for row in points]
     outs, status = ladder.evaluate_rows(exprs, symbols, rows, dtype)
     if len(symbols) == 1:
         for expr, out, its_status in zip(exprs, outs, status, strict=True):
-            _limits_where_zero(expr, symbols[0], rows, out, its_status, dtype)
+            removable.fill_limits(expr, symbols[0], rows, out, its_status, dtype)
     return [out.astype(dtype) for out in outs]
-
-
-def _limits_where_zero(expr, x: sp.Symbol, rows, out: np.ndarray, status, dtype: str) -> None:
-    """Fill `out` with SymPy's limits where an operand was 0, within this call's budget: of
-    work (`timebound`, the same on every machine), and, as a guard, of CPU time, which
-    mpmath's arithmetic inside SymPy's limits spends without building SymPy objects (0.7 s a
-    point, 135 s in all, for log(erf(x + 1) - erf(x))'s partials before `ladder`'s
-    complements)."""
-    deadline = work_done() + LIMITS_BUDGET_SECONDS * WORK_PER_SECOND
-    cpu_deadline = time.process_time() + LIMITS_GUARD_FACTOR * LIMITS_BUDGET_SECONDS
-    for i in (i for i, s in enumerate(status) if s in ("zero", "undefined")):
-        if work_done() > deadline or time.process_time() > cpu_deadline:
-            break  # the rest are not scored: no build waits on SymPy point by point
-        out[i] = _limit_value(expr, x, rows[i][0], dtype)
-
-
-def plain(expr: sp.Expr) -> sp.Expr:
-    """`expr` in functions SymPy's `limit` knows."""
-    return (
-        expr.replace(sigmoid, lambda u: 1 / (1 + sp.exp(-u)))
-        .replace(softplus, lambda u: sp.log(1 + sp.exp(u)))
-        .replace(log1p, lambda u: sp.log(1 + u))
-        .replace(expm1, lambda u: sp.exp(u) - 1)
-    )
-
-
-@functools.lru_cache(maxsize=512)
-def _limit(expr: sp.Expr, x: sp.Symbol, at: sp.Rational) -> sp.Expr | None:
-    """The limit of expr as x -> at, if both sides agree and it is finite."""
-    try:
-        with time_limit(LIMIT_SECONDS):
-            sides = {sp.limit(plain(expr), x, at, d) for d in ("+", "-")}
-    except (NotImplementedError, ValueError, ArithmeticError, TypeError, SymPyTimeout):
-        return None  # no limit found in time: the point is not scored
-    lim = sides.pop()
-    return lim if not sides and lim.is_real and lim.is_finite else None
-
-
-def _limit_value(expr: sp.Expr, x: sp.Symbol, at: float, dtype: str) -> float:
-    lim = _limit(expr, x, sp.Rational(at))
-    return math.nan if lim is None else float(_evaluate(lim, (), np.zeros((1, 0)), dtype)[0])
 
 
 def default_cache_dir() -> Path:
@@ -288,31 +240,41 @@ def exact_sum(values) -> float:
     distinct values, can sit on a rounding boundary of its printed figure (sigmoid's float64
     f' mean of 0.715 printed 0.72 with AVX-512 and 0.71 without)."""
     flat = np.asarray(values, dtype=np.float64).ravel()
-    exact = _sum_as_integers(flat)
-    return math.fsum(flat.tolist()) if exact is None else exact
-
-
-_EXPONENT_SPAN = 9  # of the nonzero values, for `_sum_as_integers`: 2**(53 + 9) fits int64
-
-
-def _sum_as_integers(flat: np.ndarray) -> float | None:
-    """The correctly rounded sum of finite values whose exponents span at most
-    `_EXPONENT_SPAN` (errors in bits, costs of regimes), as `math.fsum` gives it, in integer
-    arithmetic: each is a whole number of units of 2**-53 of the smallest exponent, and
-    integers add exactly in any order. None where that does not apply."""
-    nonzero = flat[flat != 0]
+    nonzero = flat[flat != 0]  # NaN is kept
     if nonzero.size == 0:
         return 0.0
     if not np.isfinite(nonzero).all():
-        return None
+        return math.fsum(nonzero.tolist())
+    return _sum_as_integers(nonzero)
+
+
+_EXPONENT_SPAN = 9  # of the values added as int64 at once: 2**(53 + 9) fits
+
+
+def _sum_as_integers(nonzero: np.ndarray) -> float:
+    """The correctly rounded sum of finite nonzero values, as `math.fsum` gives it, in integer
+    arithmetic: each is a whole number of units of 2**-53 of the smallest exponent, and
+    integers add exactly in any order. Values whose exponents span at most `_EXPONENT_SPAN`
+    (errors in bits) add in one int64 pass; wider spans (regimes' costs, from 2**-40 to 64)
+    in one pass per band of exponents, joined as Python integers (a fifth of a build's time
+    went to `math.fsum` of them, most of it over zeros)."""
     exponents = np.frexp(nonzero)[1]
-    lowest = int(exponents.min())
-    if int(exponents.max()) - lowest > _EXPONENT_SPAN:
-        return None
-    units = np.ldexp(nonzero, 53 - lowest).astype(np.int64)  # exact: whole numbers
-    high, low = units >> 31, units & (2**31 - 1)
-    total = (int(high.sum()) << 31) + int(low.sum())
-    return math.ldexp(float(total), lowest - 53)
+    lowest, highest = int(exponents.min()), int(exponents.max())
+    if highest - lowest <= _EXPONENT_SPAN:
+        return math.ldexp(float(_integer_total(nonzero, lowest)), lowest - 53)
+    total = 0
+    for low in range(lowest, highest + 1, _EXPONENT_SPAN + 1):
+        band = nonzero[(exponents >= low) & (exponents <= low + _EXPONENT_SPAN)]
+        total += _integer_total(band, low) << (low - lowest) if band.size else 0
+    scale = lowest - 53  # total * 2**scale, rounded once (int division rounds correctly)
+    return float(total << scale) if scale >= 0 else total / (1 << -scale)
+
+
+def _integer_total(band: np.ndarray, low: int) -> int:
+    """The sum of `band` in units of 2**(low - 53), exactly (each value below 2**(low + 9))."""
+    units = np.ldexp(band, 53 - low).astype(np.int64)  # exact: whole numbers
+    high, rest = units >> 31, units & (2**31 - 1)
+    return (int(high.sum()) << 31) + int(rest.sum())
 
 
 def exact_mean(values) -> float:

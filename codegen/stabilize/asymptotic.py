@@ -33,7 +33,7 @@ import math
 import sympy as sp
 
 from codegen.front.functions import erfcx
-from codegen.judge.accuracy import plain
+from codegen.judge.removable import plain
 from codegen.stabilize.products import absorbed_forms
 from codegen.stabilize.rules import STABLE_RULES, apply_rules
 from codegen.stabilize.squares import square_split
