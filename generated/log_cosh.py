@@ -136,12 +136,27 @@ def _log_cosh_d_xx(x):
     """f'' of log_cosh (the last custom order: autodiff beyond it differentiates this form).
 
     f'' = -sinh(x)**2/cosh(x)**2 + 1
-    form (simplify): cosh(x)**(-2)
-    measured float32 mean 0.25 / p99 1.6 bits, float64 mean 0.37 / p99 1.6 bits
+    form (sign branches factored): (-inf, inf): 4*h**4/(h**4 + 1)**2, with h = exp(-Abs(x)/2)
+    measured float32 mean 0.54 / p99 2.3 bits, float64 mean 0.60 / p99 2.3 bits
     """
-    v0 = tf.math.cosh(x)
-    v1 = tf.math.square(v0)
-    d_xx = -1.0 / tf.math.negative(v1)
+    v0 = tf.math.maximum(x, x.dtype.min)
+    v1 = tf.math.minimum(v0, v0.dtype.max)
+    v2 = tf.math.abs(v1)
+    v3 = tf.math.multiply(v2, 0.5)
+    v4 = tf.math.negative(v3)
+    v5 = tf.math.exp(v4)
+    v6 = tf.math.maximum(v5, 0.0)
+    v7 = tf.math.multiply(v5, v6)
+    v8 = tf.math.multiply(v7, v6)
+    v9 = tf.math.multiply(v8, v6)
+    v10 = tf.math.add(v9, 1.0)
+    v11 = -1.0 / tf.math.negative(v10)
+    v12 = tf.math.multiply(v11, 4.0)
+    v13 = tf.math.multiply(v12, v11)
+    v14 = tf.math.multiply(v5, v13)
+    v15 = tf.math.multiply(v5, v14)
+    v16 = tf.math.multiply(v5, v15)
+    d_xx = tf.math.multiply(v5, v16)
     return d_xx
 
 

@@ -96,12 +96,27 @@ def _log_cosh_d_xx(x):
     """f'' of log_cosh (the last custom order: autodiff beyond it differentiates this form).
 
     f'' = -sinh(x)**2/cosh(x)**2 + 1
-    form (simplify): cosh(x)**(-2)
-    measured float32 mean 0.25 / p99 1.6 bits, float64 mean 0.37 / p99 1.6 bits
+    form (sign branches factored): (-inf, inf): 4*h**4/(h**4 + 1)**2, with h = exp(-Abs(x)/2)
+    measured float32 mean 0.54 / p99 2.3 bits, float64 mean 0.60 / p99 2.3 bits
     """
-    v0 = jnp.cosh(x)
-    v1 = jnp.square(v0)
-    d_xx = 1.0 / v1
+    v0 = jnp.maximum(x, jnp.finfo(x.dtype).min)
+    v1 = jnp.minimum(v0, jnp.finfo(v0.dtype).max)
+    v2 = jnp.abs(v1)
+    v3 = jnp.multiply(v2, 0.5)
+    v4 = jnp.negative(v3)
+    v5 = jnp.exp(v4)
+    v6 = jnp.maximum(v5, 0.0)
+    v7 = jnp.multiply(v5, v6)
+    v8 = jnp.multiply(v7, v6)
+    v9 = jnp.multiply(v8, v6)
+    v10 = jnp.add(v9, 1.0)
+    v11 = 1.0 / v10
+    v12 = jnp.multiply(v11, 4.0)
+    v13 = jnp.multiply(v12, v11)
+    v14 = jnp.multiply(v5, v13)
+    v15 = jnp.multiply(v5, v14)
+    v16 = jnp.multiply(v5, v15)
+    d_xx = jnp.multiply(v5, v16)
     return d_xx
 
 

@@ -107,12 +107,27 @@ def _log_cosh_d_xx(x):
     """f'' of log_cosh (the last custom order: autodiff beyond it differentiates this form).
 
     f'' = -sinh(x)**2/cosh(x)**2 + 1
-    form (simplify): cosh(x)**(-2)
-    measured float32 mean 0.25 / p99 1.6 bits, float64 mean 0.37 / p99 1.6 bits
+    form (sign branches factored): (-inf, inf): 4*h**4/(h**4 + 1)**2, with h = exp(-Abs(x)/2)
+    measured float32 mean 0.54 / p99 2.3 bits, float64 mean 0.60 / p99 2.3 bits
     """
-    v0 = torch.cosh(x)
-    v1 = torch.square(v0)
-    d_xx = 1.0 / v1
+    v0 = torch.clamp(x, min=torch.finfo(x.dtype).min)
+    v1 = torch.clamp(v0, max=torch.finfo(v0.dtype).max)
+    v2 = torch.abs(v1)
+    v3 = torch.mul(v2, 0.5)
+    v4 = torch.neg(v3)
+    v5 = torch.exp(v4)
+    v6 = torch.clamp(v5, min=0.0)
+    v7 = torch.mul(v5, v6)
+    v8 = torch.mul(v7, v6)
+    v9 = torch.mul(v8, v6)
+    v10 = torch.add(v9, 1.0)
+    v11 = 1.0 / v10
+    v12 = torch.mul(v11, 4.0)
+    v13 = torch.mul(v12, v11)
+    v14 = torch.mul(v5, v13)
+    v15 = torch.mul(v5, v14)
+    v16 = torch.mul(v5, v15)
+    d_xx = torch.mul(v5, v16)
     return d_xx
 
 

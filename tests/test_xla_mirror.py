@@ -180,3 +180,38 @@ def test_a_unit_factor_does_not_hide_a_quotient_from_xla(name):
     assert tf_form(*args).numpy()[0] == pytest.approx(eager, rel=1e-6)
     compiled = tf.function(tf_form, jit_compile=True)(*args).numpy()[0]
     assert compiled == pytest.approx(xla, rel=1e-6)  # XLA itself, on this machine
+
+
+X = sp.Symbol("x", real=True)
+SINH_POINTS = np.concatenate([[0.25, 2.0, 30.0], np.linspace(600.0, 700.0, 41)])
+
+
+def _ulps_off(values: np.ndarray, exact, points) -> np.ndarray:
+    want = np.array([float(exact.subs(X, sp.Float(p, 40)).evalf(40)) for p in points])
+    return np.abs(values - want) / np.spacing(np.abs(want))
+
+
+@pytest.mark.parametrize("func", [sp.sinh, sp.cosh])
+def test_xla_expands_sinh_and_cosh_with_a_rounded_exponent(func):
+    """XLA computes sinh(x) and cosh(x) as exp(x + log(1/2)) -+ exp(-x + log(1/2)): rounding
+    x + log(1/2) costs up to |x|/2 ulps (up to 350 at x = 700 in float64), where
+    TensorFlow's own kernel (eager mode) is within an ulp."""
+    program = lower([func(X)], {X: "x"})
+    assert [s.op for s in program.steps] == [func.__name__]
+    eager = _ulps_off(run(program, {"x": SINH_POINTS}, "float64", "eager")[0], func(X), SINH_POINTS)
+    xla = _ulps_off(run(program, {"x": SINH_POINTS}, "float64", "xla")[0], func(X), SINH_POINTS)
+    assert (eager <= 1).all(), eager
+    assert xla[3:].max() > 64, xla  # the exponent's rounding, up to half an ulp of 600..700
+
+
+@pytest.mark.parametrize("func", [tf.math.sinh, tf.math.cosh])
+def test_the_mirror_is_no_kinder_to_sinh_than_xla_itself(func):
+    """The model's source, on this machine's TensorFlow: the mirror's XLA path is at least as
+    far off as XLA (within 2 ulps), so a form it passes XLA passes too (a newer XLA that
+    computes sinh better still passes this)."""
+    expr = getattr(sp, func.__name__)(X)
+    program = lower([expr], {X: "x"})
+    mirror = _ulps_off(run(program, {"x": SINH_POINTS}, "float64", "xla")[0], expr, SINH_POINTS)
+    compiled = tf.function(func, jit_compile=True)(tf.constant(SINH_POINTS)).numpy()
+    xla = _ulps_off(compiled, expr, SINH_POINTS)
+    assert (mirror >= xla - 2).all(), (mirror, xla)

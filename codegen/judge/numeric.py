@@ -13,7 +13,8 @@ compiles, to a fixed point (`(A/B)/(C/D)` becomes `(A*D)/(B*C)`, `A/B/C` becomes
 `A/(B/C)` becomes `(A*C)/B`, `A/exp(B)` becomes `A*exp(-B)` and `A/pow(B, C)` becomes
 `A*pow(B, -C)`), which overflows or underflows where `A*D`, `B*C`, `A*C`, `exp(-B)` or
 `pow(B, -C)` leaves the float range although every step of the program stays inside it:
-(x/m)/(y/m) is inf under XLA at x = m = 1e214, y = 1e84.
+(x/m)/(y/m) is inf under XLA at x = m = 1e214, y = 1e84. XLA also expands sinh and cosh
+into exps of x + log(1/2) (`mirror_ops.XLA_EXPANDED`), |x| ulps off where x is large.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import numpy as np
 from codegen.judge.graphs import regrouped, regrouped_in_graphs
 from codegen.judge.mirror_ops import (
     PICKS,
+    XLA_EXPANDED,
     all_flushed,
     apply_op,
     finished,
@@ -87,9 +89,12 @@ def _fold_unit_factor(step, quotients: dict, known=None) -> None:
 
 
 def rewritten_under_xla(program: Program) -> bool:
-    """True if XLA's division rewrites (`_xla_division`) may touch a step of `program`: only
-    then can the "xla" path differ from "eager"."""
+    """True if XLA's division rewrites (`_xla_division`) may touch a step of `program`, or it
+    has a step XLA expands into other ops (`XLA_EXPANDED`): only then can the "xla" path
+    differ from "eager"."""
     producers, divisions = {}, set()
+    if any(step.op in XLA_EXPANDED for step in program.steps):
+        return True
     for step in program.steps:
         unit = {}
         if step.op == "mul":  # 1*q is the quotient q to XLA (`_fold_unit_factor`)
@@ -237,10 +242,14 @@ def _evaluated(program: Program, values: dict, np_dtype, path: str, eager) -> di
     shared = _eager_steps(eager)
     for step in program.steps:
         xla_division = path == "xla" and step.op == "div"
-        if not xla_division and _as_in_eager(step, values, shared):
+        expanded = path == "xla" and step.op in XLA_EXPANDED
+        if not (xla_division or expanded) and _as_in_eager(step, values, shared):
             rewritten = shared[1][step.target]
         elif xla_division:
             rewritten = _xla_division(step, producers, values, quotients, np_dtype)
+        elif expanded:
+            arg = operand_value(step.operands[0], values, np_dtype)
+            rewritten = finished(XLA_EXPANDED[step.op](arg), np_dtype, True)
         else:
             args = [operand_value(op, values, np_dtype) for op in step.operands]
             picked = step.op in PICKS and all_flushed(step.operands, producers, np_dtype)
