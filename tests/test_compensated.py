@@ -77,8 +77,11 @@ def test_compensated_form_equals_the_form_in_exact_arithmetic():
     ],
 )
 def test_compensated_forms_beat_every_form_of_the_rounded_difference(expr, index, gain):
-    """No rule names these expressions: the stabilizer ships the compensated form because it
-    measures better against the exact reference, by `gain` bits at p99 in float64."""
+    """No rule names these expressions: the stabilizer ships a compensated form, and the best
+    compensated form measures better against the exact reference than every plain one, by
+    `gain` bits at p99 in float64. The one shipped may be a cheaper compensated form that
+    keeps the promise with room (log(cosh(x - y))'s f_xx: p99 4.3 bits at 6 transcendentals
+    since session 51's log-sigmoid forms, beside 2.0 for the most accurate)."""
     from codegen.stabilize import choose
 
     spec = parse_spec_text(f"name: f\nargs: [x, y]\nexpr: {expr}\norder: 2\n", "specs/f.yaml")
@@ -86,6 +89,8 @@ def test_compensated_forms_beat_every_form_of_the_rounded_difference(expr, index
     chosen = choose(spec, partial, 600)
     assert chosen.chosen.keeps_promise(), chosen.chosen
     assert "compensated" in chosen.chosen.label
-    plain = [c for c in chosen.tried if "compensated" not in c.label and "regimes" not in c.label]
-    best_plain = min(c.figures[1].p99_bits for c in plain)
-    assert chosen.chosen.figures[1].p99_bits < best_plain - gain, (chosen.chosen, best_plain)
+    alone = [c for c in chosen.tried if "regimes" not in c.label]
+    plain = [c.figures[1].p99_bits for c in alone if "compensated" not in c.label]
+    compensated = [c.figures[1].p99_bits for c in alone if "compensated" in c.label]
+    best_compensated = min([*compensated, chosen.chosen.figures[1].p99_bits])
+    assert best_compensated < min(plain) - gain, (best_compensated, min(plain))
