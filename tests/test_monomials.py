@@ -128,6 +128,38 @@ def test_the_leading_term_at_infinity_spreads_the_monomial_over_the_args():
     assert min(_bits(form, f_xx, point)[0] for _, form in monomial_forms(f_xx, ARGS)) > 60
 
 
+def test_a_pole_or_log_at_zero_spreads_the_monomial_over_the_args():
+    """Where x*y rounds to 0 (x = y = 1e-170 in float64), y/tanh(x*y) is 1/x = 1e170 and
+    log(exp(x*y) - 1) is log(x) + log(y) = -782.8; every form in w gives inf there."""
+    point = [[1e-170, 1e-170], [-3e-200, 2e-150]]
+    for f, at in ((y / sp.tanh(x * y), point), (sp.log(sp.exp(x * y) - 1), point[:1])):
+        at_zero = [form for label, form in monomial_series(f, ARGS) if "at 0" in label]
+        assert at_zero, f
+        assert max(_bits(at_zero[0], f, at)) <= 1.0, f
+        assert min(_bits(form, f, at[:1])[0] for _, form in monomial_forms(f, ARGS)) > 60
+
+
+def test_a_finite_limit_at_infinity_serves_where_sympy_has_no_leading_term():
+    """log(exp(x*y) - 1)'s f_xy tends to 1 as x*y -> inf, but holds exp(x*y), which SymPy
+    expands at no infinity: its limit is the piece. Where x*y overflows (1e200 * 1e200) every
+    form in w is inf/inf or inf*0."""
+    f_xy = sp.log(sp.exp(x * y) - 1).diff(x, y)
+    point = [[1e200, 1e200], [3e300, 2e10]]
+    at_inf = dict(monomial_series(f_xy, ARGS))["in x*y at inf"]
+    assert at_inf == 1
+    assert max(_bits(at_inf, f_xy, point)) == 0.0
+    assert all(
+        np.isnan(_bits(form, f_xy, point[:1])[0]) or _bits(form, f_xy, point[:1])[0] > 60
+        for _, form in monomial_forms(f_xy, ARGS)
+    )
+
+
+def test_a_function_with_a_taylor_series_at_zero_gets_no_form_there():
+    """(1 - cos(x*y))/(x*y)**2 tends to 1/2: its series serve w near 0, not a leading term."""
+    labels = [label for label, _ in monomial_series((1 - sp.cos(x * y)) / (x * y) ** 2, ARGS)]
+    assert not any("at 0" in label for label in labels)
+
+
 def test_a_function_without_a_leading_term_at_infinity_gets_its_series_only():
     """exp(x*y) has no expansion at x*y -> inf (SymPy raises PoleError): no form there, and
     no error (the first version of the mechanism failed to build this spec)."""

@@ -60,7 +60,8 @@ def monomial_series(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[st
     zero = [(f"series {name} zero", sp.S.Zero)]
     series = _series(g, t, sp.UnevaluatedExpr(monomial), name)
     series = [(label, _times_power(form, other, power)) for label, form in series]
-    return series + zero + _at_infinity(g, t, monomial, other, power, name)
+    ends = _at_infinity(g, t, monomial, other, power, name) + _at_zero(g, t, monomial, other, power)
+    return series + zero + ends
 
 
 def _times_power(form: sp.Expr, other: sp.Symbol, power: int) -> sp.Expr:
@@ -210,9 +211,13 @@ def _at_infinity(g: sp.Expr, t, monomial: sp.Expr, other, power: int, name: str)
     """other**power * g's leading term c*w**a at w -> +inf, with w**a written as the product
     of |arg|**(e*a) over the monomial's args and other's powers gathered: where x*y
     overflows, sqrt(x*y + 1) - 1 is sqrt(x)*sqrt(y), and its f_xx, -y**2/(4*(x*y + 1)**(3/2)),
-    is -sqrt(y)/(4*x**(3/2)); [] where that term is not c*w**a with a rational a."""
+    is -sqrt(y)/(4*x**(3/2)). Where SymPy finds no such term (g holds exp(w)), g's finite
+    limit L != 0, a constant: log(expm1(x*y))'s f_xy tends to 1, and its forms in w are
+    inf*0 where x*y overflows. [] where there is neither."""
     s = sp.Dummy("s", positive=True)
     lead = bounded(SECONDS, None, _leading_term, g.subs(t, 1 / s), s)
+    if lead is None:
+        lead = bounded(SECONDS, None, _finite_limit, g, t)
     if lead is None:
         return []
     c, a = lead
@@ -222,6 +227,56 @@ def _at_infinity(g: sp.Expr, t, monomial: sp.Expr, other, power: int, name: str)
     form = c * other**odd * sp.Mul(*(sp.Abs(arg) ** e for arg, e in exponents.items()))
     label = f"{name} at inf"  # x**(3/2) overflows where x**(-1/2) thrice does not
     return [(label, form)] + [(f"{label}+{more}", f) for more, f in spread_forms(form)]
+
+
+def _at_zero(g: sp.Expr, t, monomial: sp.Expr, other, power: int) -> list:
+    """other**power * g's leading term at w -> 0+ where g has a pole or a log there, with w
+    written through the args, for where w rounds to 0 or a subnormal: c*w**a (a < 0 whole)
+    as the product of the args' powers (y/expm1(x*y) is 1/x where x = y = 1e-170), and
+    c*log(w) + k as c*(e*log|x| + f*log|y|) + k for w = x**e*y**f (log(1 - exp(-x*y)) is
+    log(x) + log(y) there); [] where g has neither."""
+    s = sp.Dummy("s", positive=True)
+    lead = bounded(SECONDS, None, _pole_or_log, g.subs(t, s), s)
+    if lead is None:
+        return []
+    c, a, k = lead
+    powers = monomial.as_powers_dict()
+    if a is None:  # c*log(w) + k
+        logs = sp.Add(*(e * sp.log(sp.Abs(arg)) for arg, e in powers.items()))
+        form = other**power * (c * logs + k)
+    else:
+        exponents = {arg: e * a for arg, e in powers.items()}
+        exponents[other] = exponents.get(other, 0) + power
+        form = c * sp.Mul(*(arg**e for arg, e in exponents.items()))
+    label = f"{_name(monomial)} at 0"
+    return [(label, form)] + [(f"{label}+{more}", f) for more, f in spread_forms(form)]
+
+
+def _pole_or_log(expr: sp.Expr, s: sp.Symbol) -> tuple | None:
+    """(c, a, 0) with expr ~ c*s**a as s -> 0+, a < 0 whole; (c, None, k) with expr ~
+    c*log(s) + k; else None. c and k real numbers, c nonzero."""
+    try:
+        lead = sp.expand_log(expr.as_leading_term(s), force=True)
+    except Exception:  # noqa: BLE001 - SymPy raises many kinds (PoleError, NotImplemented)
+        return None
+    c, k = lead.coeff(sp.log(s)), None
+    if c != 0:
+        c, k = c, sp.expand(lead - c * sp.log(s))
+        numbers = c.is_number and k.is_number and c.is_real and k.is_real
+        return (c, None, k) if numbers else None
+    c, a = lead.as_coeff_exponent(s)
+    whole_pole = a.is_Integer and a < 0
+    return (c, a, 0) if whole_pole and c.is_number and c.is_real and c != 0 else None
+
+
+def _finite_limit(g: sp.Expr, t) -> tuple[sp.Expr, sp.Integer] | None:
+    """(L, 0) for g's limit L at t -> +inf, a nonzero real number; else None."""
+    try:
+        limit = sp.limit(g, t, sp.oo)
+    except Exception:  # noqa: BLE001 - SymPy raises many kinds (NotImplementedError, PoleError)
+        return None
+    finite = limit.is_number and limit.is_real and limit.is_finite and limit != 0
+    return (limit, sp.S.Zero) if finite else None
 
 
 def _leading_term(expr: sp.Expr, s: sp.Symbol) -> tuple[sp.Expr, sp.Rational] | None:
