@@ -259,9 +259,9 @@ def _pole_or_log(expr: sp.Expr, s: sp.Symbol) -> tuple | None:
         lead = sp.expand_log(expr.as_leading_term(s), force=True)
     except Exception:  # noqa: BLE001 - SymPy raises many kinds (PoleError, NotImplemented)
         return None
-    c, k = lead.coeff(sp.log(s)), None
+    c = lead.coeff(sp.log(s))
     if c != 0:
-        c, k = c, sp.expand(lead - c * sp.log(s))
+        k = sp.expand(lead - c * sp.log(s))
         numbers = c.is_number and k.is_number and c.is_real and k.is_real
         return (c, None, k) if numbers else None
     c, a = lead.as_coeff_exponent(s)
