@@ -196,3 +196,23 @@ def test_no_point_of_the_plot_grid_has_every_bit_wrong(op):
         width = 8 * np.dtype(curve.dtype).itemsize
         for bits in curve.bits:
             assert not (bits["hogen"] >= width).any(), curve.dtype
+
+
+def test_accuracy_md_lists_the_corpus_expressions_that_break_the_promise():
+    """Issue 13: each corpus expression that breaks the promise is listed in accuracy.md with
+    its kind. The list is corpus.md's; a corpus.md edited without `make report` fails here."""
+    failures = report.corpus_failures(DOCS)
+    assert any(line.startswith("- d_") and "(dev, kind " in line for line in failures)
+    text = _committed_report()
+    assert "\n".join(failures) in text, "run `make report`"
+
+
+def test_corpus_failures_reads_only_its_section(tmp_path):
+    (tmp_path / "corpus.md").write_text(
+        "# Corpus\n\n## Totals\n\n- dev 1/2\n\n"
+        f"{report.CORPUS_FAILURES}\n\n- d_a (dev, kind 5): `a`: f/64:2.0,9\n\n"
+        "## Every expression\n\n|x|\n",
+        encoding="utf-8",
+    )
+    assert report.corpus_failures(tmp_path) == ["- d_a (dev, kind 5): `a`: f/64:2.0,9"]
+    assert report.corpus_failures(tmp_path / "missing") == []

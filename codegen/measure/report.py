@@ -6,6 +6,8 @@ bits, p99 bits, failures) per op, partial and dtype for hogen, for TF autodiff o
 `expr` and for the TF built-in where one exists (`builtins.TF`), measured by
 `verify.verify_spec`; the same for JAX and PyTorch (`report_frameworks`); and
 `<docs>/plots/<op>.png` from `codegen.measure.plots`, with the three frameworks' built-ins.
+The corpus expressions that break the promise (issue 13) are copied from `<docs>/corpus.md`,
+where `make corpus`'s measurements are written up (`corpus_failures`).
 The same specs, ops and frameworks on the same processor give the same bytes: no
 timestamps, no version stamps in the PNGs, ops in sorted order.
 
@@ -174,6 +176,34 @@ def _off_sample(spec: Spec, curves: list[plots.Curves]) -> list[str]:
     return out
 
 
+CORPUS_FAILURES = "## Where hogen breaks the promise"  # the section of docs/corpus.md
+
+
+def corpus_failures(docs_dir: Path) -> list[str]:
+    """The list of corpus expressions that break the promise, each with its kind and worst
+    rows, as `<docs_dir>/corpus.md` writes it (its section `CORPUS_FAILURES`, up to the next
+    heading); [] where the page or the section is missing."""
+    path = docs_dir / "corpus.md"
+    if not path.exists():
+        return []
+    section = path.read_text(encoding="utf-8").partition("\n" + CORPUS_FAILURES + "\n")[2]
+    return section.partition("\n## ")[0].strip().splitlines()
+
+
+def _corpus_section(corpus: list[str]) -> list[str]:
+    if not corpus:
+        return []
+    return [
+        "",
+        "## Beyond the library: corpus expressions that break the promise",
+        "",
+        "Copied from [corpus.md](corpus.md), which says how `make corpus` measured them "
+        "(issue 13's corpus; kinds 1-8 are the issue's).",
+        "",
+        *corpus,
+    ]
+
+
 def render_markdown(
     specs: list[Spec],
     rows: list[verify.Row],
@@ -181,6 +211,7 @@ def render_markdown(
     samples: int,
     digest: str,
     promoted: list[str] = (),
+    corpus: list[str] = (),
 ) -> str:
     """docs/accuracy.md: how it is measured, a summary, where hogen breaks, a table per op."""
     lines = [
@@ -216,8 +247,8 @@ def render_markdown(
         "differentiated by TF's registered gradients.",
         "",
         "Expressions beyond the library (the generalization corpus of issue 13, one line "
-        "each, with why those that break the promise break it) are measured in "
-        "[corpus.md](corpus.md).",
+        "each) are measured in [corpus.md](corpus.md); those that break the promise are "
+        "listed at the end of this page, with their kinds.",
         "",
         "Each plot shows bits of error on a grid of up to "
         f"{plots.PLOT_POINTS} points per dtype along one line through the inputs (named in its "
@@ -246,6 +277,7 @@ def render_markdown(
         for r in broken
     ] or ["Nowhere: every op keeps it for every partial, float32 and float64."]
     lines += ["", *promoted]
+    lines += _corpus_section(list(corpus))
     lines += [
         "",
         "## Beyond the sample",
@@ -300,6 +332,7 @@ def write_report(
     path = docs_dir / "accuracy.md"
     digest = inputs_digest(specs, out_dirs)
     promoted = promotions.section(specs, out_dirs["tf"])
-    text = render_markdown(specs, rows, curves, samples, digest, promoted) + "\n"
+    corpus = corpus_failures(docs_dir)
+    text = render_markdown(specs, rows, curves, samples, digest, promoted, corpus) + "\n"
     _write_atomic(path, text.encode("utf-8"))
     return [path, *written]
