@@ -154,6 +154,23 @@ def test_a_finite_limit_at_infinity_serves_where_sympy_has_no_leading_term():
     )
 
 
+def test_a_power_law_at_infinity_serves_where_sympy_has_no_leading_term():
+    """log(sinh(x/y))'s f_yy is y**-2*g(x/y) with g(w) ~ 2w as w -> inf, which SymPy's
+    leading term misses (g holds cosh and sinh) and its limits find. The piece, 2|x|/|y|**3,
+    is spread one 1/|y| at a time (SymPy's own |y|/y**4 overflows first), finite on eager
+    and XLA where y**3 overflows: at x = 1.55e299, y = 7.9e102, f_yy = 6.2e-10."""
+    f_yy = sp.log(sp.sinh(x / y)).diff(y, 2)
+    pieces = dict(monomial_series(f_yy, ARGS))
+    spread = pieces["in x/y at inf+spread powers"]
+    points = np.array([[1.55122106e299, 7.92921954e102], [2.17868391e281, 3.84067465e52]])
+    exact = reference(f_yy, ARGS, points, "float64")
+    program = lower([spread], {x: "x", y: "y"})
+    for path in ("eager", "xla"):
+        got = run(program, {"x": points[:, 0], "y": points[:, 1]}, "float64", path)[0]
+        assert max(bits_error(got, exact, "float64")) <= 3.0, path  # six roundings
+    assert _bits(pieces["in x/y at inf"], f_yy, points[:1])[0] > 60  # |y|**-3 underflows
+
+
 def test_a_function_with_a_taylor_series_at_zero_gets_no_form_there():
     """(1 - cos(x*y))/(x*y)**2 tends to 1/2: its series serve w near 0, not a leading term."""
     labels = [label for label, _ in monomial_series((1 - sp.cos(x * y)) / (x * y) ** 2, ARGS)]

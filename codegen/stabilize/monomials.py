@@ -29,6 +29,7 @@ from codegen.stabilize.split_on import split_expressions
 from codegen.timebound import bounded
 
 SECONDS = 0.5  # of work, per monomial and arg solved for: writing the partial in w expands it
+POWER_LAW_SECONDS = 4 * SECONDS  # two limits, of g and of t*g'/g: 0.7 s for log(sinh(x/y))'s f_yy
 MAX_OTHER_POWER = 6  # y**c outside g: |c| at most this
 SERIES_TERMS = (6, 10, 16)
 
@@ -66,11 +67,14 @@ def monomial_series(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[st
 
 def _times_power(form: sp.Expr, other: sp.Symbol, power: int) -> sp.Expr:
     """other**power * form, multiplied in one factor of other at a time where |power| >= 2:
-    y**2 overflows in float32 at y = 2e19 where y*(y*g(x*y)) is a normal number."""
+    y**2 overflows in float32 at y = 2e19 where y*(y*g(x*y)) is a normal number. A negative
+    power multiplies by 1/y each time: XLA's simplifier merges (g/y)/y into g/(y*y), and y*y
+    underflows at y = 1e-162 where the piece is a normal number (log(sinh(x/y))'s f_yy)."""
     if abs(power) < 2:
         return other**power * form
+    factor = other if power > 0 else sp.UnevaluatedExpr(1 / other)
     for _ in range(abs(power)):
-        form = sp.UnevaluatedExpr(form) * other if power > 0 else sp.UnevaluatedExpr(form) / other
+        form = sp.UnevaluatedExpr(form) * factor
     return form
 
 
@@ -213,20 +217,30 @@ def _at_infinity(g: sp.Expr, t, monomial: sp.Expr, other, power: int, name: str)
     overflows, sqrt(x*y + 1) - 1 is sqrt(x)*sqrt(y), and its f_xx, -y**2/(4*(x*y + 1)**(3/2)),
     is -sqrt(y)/(4*x**(3/2)). Where SymPy finds no such term (g holds exp(w)), g's finite
     limit L != 0, a constant: log(expm1(x*y))'s f_xy tends to 1, and its forms in w are
-    inf*0 where x*y overflows. [] where there is neither."""
+    inf*0 where x*y overflows; else g's power law c*w**a found by limits (`_power_law`).
+    [] where there is none of these."""
     s = sp.Dummy("s", positive=True)
     lead = bounded(SECONDS, None, _leading_term, g.subs(t, 1 / s), s)
     if lead is None:
         lead = bounded(SECONDS, None, _finite_limit, g, t)
+    if lead is None:
+        lead = bounded(POWER_LAW_SECONDS, None, _power_law, g, t)
     if lead is None:
         return []
     c, a = lead
     exponents = {arg: e * a for arg, e in monomial.as_powers_dict().items()}
     odd = (1 if power > 0 else -1) if power % 2 else 0  # other**power = other**odd*|other|**rest
     exponents[other] = exponents.get(other, 0) + power - odd
-    form = c * other**odd * sp.Mul(*(sp.Abs(arg) ** e for arg, e in exponents.items()))
+    form = c * other**odd * sp.Mul(*(_abs_power(arg, e) for arg, e in exponents.items()))
     label = f"{name} at inf"  # x**(3/2) overflows where x**(-1/2) thrice does not
     return [(label, form)] + [(f"{label}+{more}", f) for more, f in spread_forms(form)]
+
+
+def _abs_power(arg: sp.Symbol, e: sp.Rational) -> sp.Expr:
+    """|arg|**e, kept a power where SymPy would write it as a product: |y|**-3 is |y|/y**4
+    for a real y, and y**4 overflows where |y|**-3, spread one 1/|y| at a time, does not."""
+    power = sp.Abs(arg) ** e
+    return sp.UnevaluatedExpr(sp.Abs(arg)) ** e if power.is_Mul else power
 
 
 def _at_zero(g: sp.Expr, t, monomial: sp.Expr, other, power: int) -> list:
@@ -277,6 +291,21 @@ def _finite_limit(g: sp.Expr, t) -> tuple[sp.Expr, sp.Integer] | None:
         return None
     finite = limit.is_number and limit.is_real and limit.is_finite and limit != 0
     return (limit, sp.S.Zero) if finite else None
+
+
+def _power_law(g: sp.Expr, t) -> tuple[sp.Expr, sp.Rational] | None:
+    """(c, a) with g ~ c*t**a as t -> +inf, found by limits where SymPy has no leading term
+    (g holds exp(w)): a = lim t*g'(t)/g(t), a rational, and c = lim g/t**a, a nonzero real
+    number; else None. log(sinh(x/y))'s f_yy is y**-2*g(x/y) with g ~ 2w."""
+    try:
+        a = sp.limit(t * sp.diff(g, t) / g, t, sp.oo)
+        if not a.is_Rational:
+            return None
+        c = sp.limit(g / t**a, t, sp.oo)
+    except Exception:  # noqa: BLE001 - SymPy raises many kinds (NotImplementedError, PoleError)
+        return None
+    finite = c.is_number and c.is_real and c.is_finite and c != 0
+    return (c, a) if finite else None
 
 
 def _leading_term(expr: sp.Expr, s: sp.Symbol) -> tuple[sp.Expr, sp.Rational] | None:
