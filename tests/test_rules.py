@@ -491,6 +491,25 @@ def test_rules_that_grow_their_input_stop_at_the_rewrite_budget():
     assert apply_rules(_f(x), GROW, ()) == (_f(x), ())  # past the budget: nothing offered
 
 
+REFUSED = (
+    # a rule whose own SymPy calls raise, as _softmax's factor_terms did on a Max of scaled args
+    Rule("raises", "f(u) = f(u)", lambda n: sp.Max(n, sp.I) if n.func is _f else None),
+    # a rule whose output the parent node refuses: Max asks its args to be comparable
+    Rule("to_imaginary", "g(u) = I", lambda n: sp.I if n.func is _g else None),
+)
+
+
+def test_a_rule_sympy_refuses_is_not_applied_and_raises_nothing():
+    """x/tanh(x/y) exited 123: a scaled form's Max of args SymPy cannot compare made a rule,
+    and the rebuilding of the Max around a rewritten child, raise ValueError. Such a rewrite
+    is not made; the rest of the expression is still rewritten."""
+    with pytest.raises(ValueError):
+        sp.Max(_f(x), sp.I)
+    assert innermost_first(_f(x) + _g(y), REFUSED[:1]) == (_f(x) + _g(y), [])
+    out, used = innermost_first(sp.Max(_g(x), y) + _g(y), REFUSED[1:])
+    assert out == sp.Max(_g(x), y) + sp.I and used == ["to_imaginary"]
+
+
 def test_used_names_are_sorted_and_unique():
     expr = sp.log(1 + sp.exp(x)) + sp.log(1 + sp.exp(2 * x)) + (sp.exp(x) - 1)
     _, used = apply_rules(expr)

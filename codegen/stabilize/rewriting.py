@@ -117,7 +117,10 @@ def _first_match(node: sp.Expr, rules: tuple[Rule, ...]) -> tuple[str, sp.Expr] 
     """(name, rewritten node) of the first rule that changes `node`, or None. Remembered:
     the candidates of one partial share most of their nodes, and both orders meet each."""
     for rule in rules:
-        out = rule.rewrite(node)
+        try:
+            out = rule.rewrite(node)
+        except (TypeError, ValueError):  # SymPy refuses a node the rule builds (`_rebuilt`)
+            continue
         if out is not None and out != node:
             return rule.name, out
     return None
@@ -133,7 +136,20 @@ def _children(node, rules, depth, order) -> tuple[sp.Expr, list[str]]:
         new_arg, names = order(arg, rules, depth)
         new_args.append(new_arg)
         used += names
-    return (node.func(*new_args) if tuple(new_args) != node.args else node), used
+    if tuple(new_args) == node.args:
+        return node, used
+    rebuilt = _rebuilt(node, new_args)
+    return (node, []) if rebuilt is None else (rebuilt, used)
+
+
+def _rebuilt(node: sp.Expr, args: list) -> sp.Expr | None:
+    """`node` with new args, or None where SymPy refuses them: Max and Min ask for args they
+    can compare, and scaled args (x/m)/(y/m) inside a softplus are not (x/tanh(x/y) exited
+    123 on such a Max)."""
+    try:
+        return node.func(*args)
+    except (TypeError, ValueError):
+        return None
 
 
 # Patterns the rules share: sums split into a constant and terms, and pairs of terms.
