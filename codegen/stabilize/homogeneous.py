@@ -138,7 +138,10 @@ def _forms(expr: sp.Expr, args) -> list[tuple[str, sp.Expr]]:
     degree = bounded(HOMOGENEOUS_SECONDS, None, homogeneous_degree, expr, args)
     if degree is None:
         return []
-    form = _scaled(expr, args, degree)
+    try:
+        form = _scaled(expr, args, degree)
+    except (TypeError, ValueError):  # a Max SymPy cannot compare once its args are scaled
+        return []
     return [("scaled args", form), *bounded(HOMOGENEOUS_SECONDS, [], _versions, form)]
 
 
