@@ -41,16 +41,6 @@ def test_a_function_of_x_times_y_and_its_derivatives_are_recognised():
         assert of_one_monomial(partial, ARGS) == x * y
 
 
-def test_the_other_arg_is_factored_out_of_a_sum():
-    """log(exp(x/y) - 1)'s f_y is -x*exp(x/y)/(y**2*(exp(x/y) - 1)): written in w = x/y it is
-    -w*exp(w)/(y*exp(w) - y), whose denominator is y*(exp(w) - 1) once factored, so it is
-    1/y times a function of w; its partials too."""
-    f = sp.log(sp.exp(x / y) - 1)
-    for partial in (f.diff(y), f.diff(x, y), f.diff(y, 2)):
-        assert of_one_monomial(partial, ARGS) == x / y, partial
-    assert of_one_monomial(sp.log(sp.exp(x) + sp.exp(y)).diff(y), ARGS) is None
-
-
 def test_a_function_of_both_args_apart_is_not():
     assert of_one_monomial(sp.log(1 + x * y) + x, ARGS) is None
     assert of_one_monomial(sp.sin(x) * sp.cos(y), ARGS) is None

@@ -95,17 +95,6 @@ def test_scaled_args_keep_the_sign_of_an_arg_that_underflows():
     np.testing.assert_allclose(got, [1e-20, -1e-20, 3 / 25], rtol=1e-15)
 
 
-def test_a_max_that_scaling_makes_incomparable_gives_no_scaled_form():
-    """exp(-x/y)/(1 + exp(-x/y))'s f_yy has a form with Max(x/y + log(3), ...): with x and y
-    scaled, (x/m)/(y/m) + log(3) is not comparable and SymPy's Max raises ValueError, which
-    exited 123 before. Such a form is offered unscaled only."""
-    from codegen.front.functions import softplus
-
-    inner = sp.Max(sp.log(3), 2 * x / y)
-    spread = sp.Max(x / y + sp.log(3), softplus(-sp.Abs(2 * x / y - sp.log(3))) + inner)
-    assert homogeneous_forms(sp.exp(-spread), (x, y)) == []
-
-
 def test_halved_sums_under_a_root_do_not_overflow():
     """sqrt(x + hypot(x, y)) at x = 1.7e308: the sum is inf, its root is 1.85e154."""
     f = 1 / sp.sqrt(x + hypot(x, y))

@@ -138,10 +138,7 @@ def _forms(expr: sp.Expr, args) -> list[tuple[str, sp.Expr]]:
     degree = bounded(HOMOGENEOUS_SECONDS, None, homogeneous_degree, expr, args)
     if degree is None:
         return []
-    try:
-        form = _scaled(expr, args, degree)
-    except (TypeError, ValueError):  # a Max SymPy cannot compare once its args are scaled
-        return []
+    form = _scaled(expr, args, degree)
     return [("scaled args", form), *bounded(HOMOGENEOUS_SECONDS, [], _versions, form)]
 
 

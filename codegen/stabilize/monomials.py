@@ -129,26 +129,17 @@ def _solved_for(expr: sp.Expr, monomial: sp.Expr, solved: sp.Symbol, args) -> tu
     written = sp.expand(sp.powsimp(sp.expand_power_base(expr.subs(solved, value), force=True)))
     exponents, g = set(), []
     for term in sp.Add.make_args(written):
-        # y*exp(w) - y in a denominator is y*(exp(w) - 1) (log(exp(x/y) - 1)'s f_y)
-        split = _power_times(term, other) or _power_times(sp.factor_terms(term), other)
-        if split is None:
+        free, power = term.as_independent(other, as_Add=False)
+        base, exponent = power.as_base_exp()
+        if power == 1:
+            exponent = sp.S.Zero
+        elif base != other or not exponent.is_Integer:
             return None
-        exponents.add(split[0])
-        g.append(split[1])
+        exponents.add(int(exponent))
+        g.append(free)
     if len(exponents) != 1 or abs(next(iter(exponents))) > MAX_OTHER_POWER:
         return None
     return other, exponents.pop(), sp.Add(*g), t
-
-
-def _power_times(term: sp.Expr, other: sp.Symbol) -> tuple[int, sp.Expr] | None:
-    """(c, free) with term = other**c * free, c whole and free without `other`; else None."""
-    free, power = term.as_independent(other, as_Add=False)
-    base, exponent = power.as_base_exp()
-    if power == 1:
-        return 0, free
-    if base != other or not exponent.is_Integer:
-        return None
-    return int(exponent), free
 
 
 def _forms(monomial: sp.Expr, other, power: int, g: sp.Expr, t) -> list[tuple[str, sp.Expr]]:
