@@ -50,3 +50,14 @@ def test_a_limit_below_the_smallest_float_is_zero_in_both_readings():
     """x*log|x| at 0 underflows at both distances in float32: 0, SymPy's limit too."""
     assert removable._near_value(x * sp.log(sp.Abs(x)), x, 0.0, "float32") == 0.0
     assert removable._limit(x * sp.log(sp.Abs(x)), x, sp.Integer(0)) == 0
+
+
+def test_sympy_recursing_without_end_leaves_the_point_unscored(monkeypatch):
+    """SymPy's limit of log(1 + tanh(x))'s f'' recursed without end and the build exited 2;
+    such a point is not scored, as one whose limit is not found in time."""
+
+    def recursing(*args, **kwargs):
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(removable.sp, "limit", recursing)
+    assert removable._limit(sp.tanh(x) / (x + sp.Rational(1, 7)), x, sp.Rational(0)) is None

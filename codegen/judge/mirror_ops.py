@@ -170,5 +170,12 @@ def _xla_cosh(x: np.ndarray) -> np.ndarray:
     return (portable.exp(x + log_half) + portable.exp(-x + log_half)).astype(x.dtype)
 
 
+def _xla_asin(x: np.ndarray) -> np.ndarray:
+    """asin as XLA expands it, 2*atan2(x, 1 + sqrt(1 - x*x)): the atan2, about x/2, is
+    subnormal and flushed where |x| < 2 * tiny, so asin(tiny) is 0 under XLA (measured)."""
+    flushed = np.abs(x) < 2 * np.finfo(x.dtype).tiny
+    return np.where(flushed, x * 0, portable.arcsin(x)).astype(x.dtype)
+
+
 # Ops XLA expands into other ops, whose rounding differs from TensorFlow's kernels
-XLA_EXPANDED: dict[str, Callable] = {"sinh": _xla_sinh, "cosh": _xla_cosh}
+XLA_EXPANDED: dict[str, Callable] = {"sinh": _xla_sinh, "cosh": _xla_cosh, "asin": _xla_asin}

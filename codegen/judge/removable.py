@@ -81,8 +81,15 @@ def _limit(expr: sp.Expr, x: sp.Symbol, at: sp.Rational) -> sp.Expr | None:
     try:
         with time_limit(LIMIT_SECONDS):
             sides = {sp.limit(plain(expr), x, at, d) for d in ("+", "-")}
-    except (NotImplementedError, ValueError, ArithmeticError, TypeError, SymPyTimeout):
-        return None  # no limit found in time: the point is not scored
+    except (
+        NotImplementedError,
+        ValueError,
+        ArithmeticError,
+        TypeError,
+        RecursionError,
+        SymPyTimeout,
+    ):
+        return None  # no limit found in time, or SymPy recursed without end: not scored
     lim = sides.pop()
     return lim if not sides and lim.is_real and lim.is_finite else None
 
