@@ -33,6 +33,7 @@ from codegen.stabilize.products import (
 from codegen.stabilize.radicals import modulo_roots
 from codegen.stabilize.rewriting import split_constant
 from codegen.stabilize.rules import apply_rules
+from codegen.stabilize.tails import tail_forms
 from codegen.timebound import SymPyTimeout, bounded, time_limit  # noqa: F401 - re-exported
 
 SIMPLIFY_MAX_OPS = 150
@@ -282,6 +283,7 @@ def candidates(expr: sp.Expr, args: tuple[sp.Symbol, ...]) -> list[tuple[str, sp
     raw += complement_forms(expr, args)
     raw += monomial_forms(expr, args)
     raw += growth_forms(expr, args)
+    raw += tail_forms(expr, args)
     seen: set[str] = set()
     out: list[tuple[str, sp.Expr]] = []
     for label, form in raw:
