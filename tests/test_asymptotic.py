@@ -229,3 +229,13 @@ def test_a_product_with_a_flushed_exponential_inside_keeps_the_promise(text):
     forms = stabilize(derive(parse_spec_text(spec_text, "specs/p.yaml")))
     for figures in shipped_at_verify(forms.spec, forms.choices[0]):
         assert figures.keeps_promise(), (forms.choices[0].chosen.label, figures)
+
+
+def test_a_domain_that_ends_far_out_gets_its_expansion():
+    """lgamma(x + 1) - x*log(x) + x on [1, 1e6] loses 20 bits at 1e6 to cancellation;
+    Stirling's series there is exact to the ulp."""
+    expr = sp.loggamma(x + 1) - x * sp.log(x) + x
+    form = longest(asymptotic_forms(expr, x, (1.0, 1e6)), "+inf")
+    want = exact(lambda t: mpmath.loggamma(t + 1) - t * mpmath.log(t) + t, 1e6)
+    assert not evaluate(expr, 1e6) == pytest.approx(want, rel=1e-12)
+    assert evaluate(form, 1e6) == pytest.approx(want, rel=1e-14)

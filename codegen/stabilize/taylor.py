@@ -74,13 +74,54 @@ def _taylor(expr: sp.Expr, arg: sp.Symbol, point: int, terms: int) -> list[tuple
     exact = power_series.expansion(expr, arg, terms) if point == 0 else None
     if exact is not None:  # rational coefficients, found by exact series arithmetic
         if any(power < 0 for power in exact):
-            return []  # a pole at 0: no Taylor series
+            return _singular_truncations({(p, 0): c for p, c in exact.items()}, arg, terms)
         return _truncations(sp.Poly.from_dict({(p,): c for p, c in exact.items()}, arg), arg, terms)
     longest = sp.series(fast_log1p(expr, arg, point), arg, point, terms).removeO()
-    in_arg = [f for f in longest.atoms(sp.log) if arg in f.free_symbols]
-    if in_arg or longest.has(sp.Order, sp.I) or not longest.is_polynomial(arg):
-        return []  # log(arg): no Taylor series; I: complex at 0
+    if longest.has(sp.Order, sp.I):
+        return []  # I: complex at 0
+    if not longest.is_polynomial(arg):
+        singular = _singular_terms(longest, arg) if point == 0 else None
+        return [] if singular is None else _singular_truncations(singular, arg, terms)
     return _truncations(sp.Poly(longest, arg), arg, terms)
+
+
+def _singular_terms(series: sp.Expr, arg: sp.Symbol) -> dict | None:
+    """{(p, q): c} of a series at 0 whose terms are c*arg**p*log(arg)**q, p an integer
+    (negative for a pole) and q 0 or 1; None for any other term."""
+    terms: dict[tuple[int, int], sp.Expr] = {}
+    for term in sp.Add.make_args(sp.expand(series)):
+        coeff, rest = term.as_independent(arg, as_Add=False)
+        q = 1 if rest.has(sp.log(arg)) else 0
+        rest = rest / sp.log(arg) if q else rest
+        base, p = rest.as_base_exp()
+        if rest == 1:
+            p = sp.S.Zero
+        elif base != arg or not p.is_Integer:
+            return None
+        terms[int(p), q] = terms.get((int(p), q), sp.S.Zero) + coeff
+    return terms
+
+
+def _singular_truncations(terms: dict, arg: sp.Symbol, most: int) -> list[tuple[str, sp.Expr]]:
+    """Truncations of a series at 0 with a pole or a log(arg) (log(1 - (1 + x)*exp(-x)) is
+    2*log(x) - log(2) - 2*x/3 + ..., its f' is 2/x - 2/3 - x/18 + ...), each part with a
+    log power written x**low times a polynomial in Horner form; none where the series ends
+    before its longest truncation (1/x is its own series, and the closed form already)."""
+    if max(p for p, _ in terms) < most - 2:
+        return []
+    out = []
+    for n in (t for t in SERIES_TERMS if t <= most):
+        parts = []
+        for q in sorted({q for _, q in terms}):
+            kept = {p: c for (p, k), c in terms.items() if k == q and p < n and c != 0}
+            if kept:
+                low = min(kept)
+                poly = sum((c * arg ** (p - low) for p, c in kept.items()), sp.S.Zero)
+                body = sp.horner(poly, arg) if poly.has(arg) else poly
+                parts.append(body * arg**low * sp.log(arg) ** q)
+        if parts:
+            out.append((f"series x<{n}> singular", sp.Add(*parts)))
+    return out
 
 
 def fast_log1p(expr: sp.Expr, arg: sp.Symbol, point=0) -> sp.Expr:
