@@ -162,7 +162,7 @@ def _power(term: sp.Expr, arg: sp.Symbol) -> tuple[sp.Expr, int] | None:
     return p, q
 
 
-def _terms_by_size(series: sp.Expr, arg: sp.Symbol) -> list[tuple[sp.Expr, int, sp.Expr]] | None:
+def terms_by_size(series: sp.Expr, arg: sp.Symbol) -> list[tuple[sp.Expr, int, sp.Expr]] | None:
     """(p, q, c) of the terms c*x**p*log(x)**q, like powers summed, largest first."""
     coeffs: dict[tuple[sp.Expr, int], sp.Expr] = {}
     for term in sp.Add.make_args(series):
@@ -199,12 +199,12 @@ def asymptotic_forms(expr: sp.Expr, arg: sp.Symbol, domain) -> list[tuple[str, s
     out = []
     for name, point, reached in (("+inf", sp.oo, hi >= FAR), ("-inf", -sp.oo, lo <= -FAR)):
         series = _expansion(expr, arg, point) if reached else None
-        terms = _terms_by_size(series, arg) if series is not None else None
+        terms = terms_by_size(series, arg) if series is not None else None
         if terms:
             out += _truncations(f"series {name}", terms, arg, point)
             continue
         scaled = _scaled_expansion(expr, arg, point) if reached else None
-        terms = _terms_by_size(scaled[1], arg) if scaled is not None else None
+        terms = terms_by_size(scaled[1], arg) if scaled is not None else None
         if terms:
             label, factor = f"series {name} times exp", sp.exp(scaled[0])
             out += _truncations(label, terms, arg, point, factor)

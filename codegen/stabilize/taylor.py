@@ -14,6 +14,7 @@ import sympy as sp
 from sympy.codegen.cfunctions import log1p
 
 from codegen.stabilize import power_series
+from codegen.stabilize.asymptotic import terms_by_size
 from codegen.timebound import SymPyTimeout, budgeted_limit
 
 SERIES_TERMS = (3, 6, 10, 16)
@@ -88,18 +89,10 @@ def _taylor(expr: sp.Expr, arg: sp.Symbol, point: int, terms: int) -> list[tuple
 def _singular_terms(series: sp.Expr, arg: sp.Symbol) -> dict | None:
     """{(p, q): c} of a series at 0 whose terms are c*arg**p*log(arg)**q, p an integer
     (negative for a pole) and q 0 or 1; None for any other term."""
-    terms: dict[tuple[int, int], sp.Expr] = {}
-    for term in sp.Add.make_args(sp.expand(series)):
-        coeff, rest = term.as_independent(arg, as_Add=False)
-        q = 1 if rest.has(sp.log(arg)) else 0
-        rest = rest / sp.log(arg) if q else rest
-        base, p = rest.as_base_exp()
-        if rest == 1:
-            p = sp.S.Zero
-        elif base != arg or not p.is_Integer:
-            return None
-        terms[int(p), q] = terms.get((int(p), q), sp.S.Zero) + coeff
-    return terms
+    terms = terms_by_size(sp.expand(series), arg)
+    if terms is None or any(not p.is_Integer or q > 1 for p, q, _ in terms):
+        return None
+    return {(int(p), q): c for p, q, c in terms}
 
 
 def _singular_truncations(terms: dict, arg: sp.Symbol, most: int) -> list[tuple[str, sp.Expr]]:
